@@ -1,0 +1,64 @@
+# neuro-san-grpc: every task a developer or CI runs. `make help` lists them.
+# Only Python 3.11+, make, git (and node/npm for buf) are needed: the Makefile builds
+# the virtualenv and installs everything else itself.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TOOLS := .tools
+BUF := $(TOOLS)/node_modules/.bin/buf
+PROTO_SRC := $(wildcard protos/neuro_san/api/grpc/*.proto)
+HOST ?= 127.0.0.1
+
+.PHONY: help install run test test-fast protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install the package with its dev tools
+
+run: $(STAMP) ## serve the bundled example networks: gRPC :30011, HTTP :8080
+	$(VENV)/bin/neuro-san serve --host $(HOST)
+
+protos: $(STAMP) ## regenerate generated/ from protos/
+	$(PY) -m neuro_san.devtools.gen_protos --out generated
+
+proto-check: $(STAMP) ## fail when generated/ is not what `make protos` would write
+	$(PY) -m neuro_san.devtools.gen_protos --check generated
+
+$(BUF):
+	@mkdir -p $(TOOLS)
+	cd $(TOOLS) && npm install --silent --no-audit --no-fund --prefix . @bufbuild/buf@1 >/dev/null
+
+buf-lint: $(BUF) ## buf lint (STANDARD, with the exceptions in buf.yaml)
+	$(BUF) lint
+
+buf-breaking: $(BUF) ## buf breaking against the main branch (skipped when there is none)
+	@if git rev-parse --verify -q main >/dev/null; then $(BUF) breaking --against '.git#branch=main'; \
+	else echo "buf-breaking: no main branch here, skipped"; fi
+
+lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
+	$(VENV)/bin/ruff check neuro_san gateway tests bench
+	$(VENV)/bin/mypy
+
+test: $(STAMP) proto-check lint ## install, check generated code and lint, then run the whole suite
+	$(PY) -m pytest
+
+test-fast: $(STAMP) ## only the test suite
+	$(PY) -m pytest -x
+
+bench: $(STAMP) ## run the benchmark suite and print its table
+	$(PY) -m bench.run
+
+bench-smoke: $(STAMP) ## a quick run of the benchmark, to keep it from rotting (asserts nothing)
+	$(PY) -m bench.run --smoke
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
