@@ -1,0 +1,1 @@
+"""Transport-free types shared by every layer: messages, errors, the host interface."""

@@ -1,0 +1,41 @@
+"""The one interface between transports and the agent runtime.
+
+A transport (the gRPC servicers; in-process callers such as external ``/name`` agents
+and tests) asks an :class:`AgentHost` for what it needs, by agent name. The host knows
+nothing of gRPC or HTTP; it raises ``neuro_san.core.errors`` exceptions, which each
+transport maps through the one table in that module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+from neuro_san.core.messages import AgentInfo, ChatMessage, ChatRequest, ConnectivityEntry
+
+
+class AgentHost(Protocol):
+    def has_agent(self, agent: str) -> bool:
+        """Whether ``agent`` is served (public or not)."""
+        ...
+
+    def function(self, agent: str) -> Mapping[str, Any]:
+        """The front man's ``function`` dict. Raises AgentNotFound."""
+        ...
+
+    def connectivity(
+        self, agent: str
+    ) -> tuple[list[ConnectivityEntry], Mapping[str, Any] | None]:
+        """One entry per node reachable from the front man, and the network metadata."""
+        ...
+
+    def list_agents(self) -> list[AgentInfo]:
+        """The public networks, sorted by name."""
+        ...
+
+    def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage]:
+        """Run one turn. Yields the messages the request's filter lets through, the last
+        being the AGENT_FRAMEWORK answer; raises a NeuroSanError when the turn fails.
+        Closing the iterator (or cancelling its consumer) cancels all the turn's work.
+        Raises AgentNotFound before yielding anything for an unknown agent."""
+        ...

@@ -1,0 +1,142 @@
+"""The chat message model of the runtime, independent of protobuf and of any transport.
+
+These mirror the wire messages of ``chat.proto``/``agent.proto`` one to one; the gRPC
+service converts them (``neuro_san.service.convert``). Keeping the runtime on plain
+dataclasses lets it run in-process (external ``/name`` agents, tests) without paying
+for protobuf, and keeps the core free of transport concerns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class MessageType(IntEnum):
+    """``ChatMessage.ChatMessageType``; the numbers are the wire numbers."""
+
+    UNKNOWN = 0
+    SYSTEM = 1
+    HUMAN = 2
+    AI = 4
+    AGENT = 100
+    AGENT_FRAMEWORK = 101
+    AGENT_TOOL_RESULT = 103
+    AGENT_PROGRESS = 104
+
+
+class ChatFilter(IntEnum):
+    """``ChatFilterType``. UNKNOWN (or no filter at all) means MINIMAL."""
+
+    UNKNOWN = 0
+    MINIMAL = 1
+    MAXIMAL = 2
+
+    @property
+    def is_maximal(self) -> bool:
+        return self is ChatFilter.MAXIMAL
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """One step of a path from the front man down to a node.
+
+    ``instantiation_index`` counts, from 1, how many times the tool named ``tool`` had
+    been instantiated within the request when this instance was made.
+    """
+
+    tool: str
+    instantiation_index: int = 1
+
+
+OriginPath = tuple[Origin, ...]
+
+
+def origin_str(path: OriginPath) -> str:
+    """The dotted form of a path, as neuro-san prints it: ``front.sub-02``.
+
+    The index is appended (two digits) only when it is above 1.
+    """
+    parts = []
+    for step in path:
+        if step.instantiation_index > 1:
+            parts.append(f"{step.tool}-{step.instantiation_index:02d}")
+        else:
+            parts.append(step.tool)
+    return ".".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class MimeData:
+    mime_type: str
+    mime_bytes: bytes
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    """A message streamed to the client or kept in a history.
+
+    ``structure`` and ``sly_data`` are plain JSON-like dicts; whole numbers stay ints.
+    """
+
+    type: MessageType
+    text: str = ""
+    origin: OriginPath = ()
+    structure: dict[str, Any] | None = None
+    chat_context: ChatContext | None = None
+    tool_result_origin: OriginPath = ()
+    sly_data: dict[str, Any] | None = None
+    mime_data: tuple[MimeData, ...] = ()
+
+
+@dataclass(slots=True)
+class ChatHistory:
+    """The history of one node (in practice the front man)."""
+
+    origin: OriginPath
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChatContext:
+    """Everything needed to continue a conversation; the client carries it."""
+
+    chat_histories: list[ChatHistory] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """One turn of a conversation, as the runtime sees it.
+
+    ``metadata`` holds the request metadata forwarded from the transport (the keys named
+    in ``AGENT_FORWARDED_REQUEST_METADATA``), for logs and external agents.
+    ``echo`` is the request to echo back on each response when the filter is not
+    MINIMAL; the runtime never looks inside it.
+    """
+
+    user_text: str
+    sly_data: dict[str, Any] = field(default_factory=dict)
+    chat_context: ChatContext | None = None
+    chat_filter: ChatFilter = ChatFilter.MINIMAL
+    metadata: dict[str, str] = field(default_factory=dict)
+    user_message: ChatMessage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectivityEntry:
+    """One node of a network for Connectivity."""
+
+    origin: str
+    tools: tuple[str, ...]
+    display_as: str
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """One public network for Concierge List."""
+
+    agent_name: str
+    description: str
+    tags: tuple[str, ...]

@@ -1,0 +1,1 @@
+"""Interfaces that agent authors' code implements or receives (neuro-san compatible)."""

@@ -1,0 +1,125 @@
+"""The boundary between the agent runtime and any LLM.
+
+The runtime hands a model the conversation so far and the tools it may call; the model
+answers with one assistant turn: text, tool calls, or both, plus token usage. That is
+all the runtime needs, so every provider (OpenAI-compatible chat completions, Anthropic
+messages, the offline scripted model) implements just :class:`Model`.
+
+Rules every implementation follows:
+
+- ``complete`` is a coroutine and never blocks the event loop.
+- Cancelling the task that awaits ``complete`` abandons the call at once (an HTTP
+  adapter closes its connection), so a client's disconnect stops the spend.
+- Failures raise :class:`LlmError` subclasses (``neuro_san.llm.errors``), which carry
+  a gRPC-style code; nothing else escapes, and no message contains sly_data (it is
+  never given to a model in the first place).
+- Tool arguments come back parsed (``ToolCall.arguments``); a reply whose arguments are
+  not a JSON object keeps the raw text in ``raw_arguments`` and sets ``arguments_error``
+  so the runtime can tell the model what went wrong instead of failing the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call. ``parameters`` is a valid JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+    raw_arguments: str = ""
+    #: Why ``raw_arguments`` could not be used, when it could not.
+    arguments_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LlmMessage:
+    """One entry of the conversation sent to a model.
+
+    - ``system``: instructions; ``user``: input; ``assistant``: an earlier model turn
+      (with its ``tool_calls``); ``tool``: the result for ``tool_call_id``.
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """One assistant turn."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    #: The model that answered, as the provider names it.
+    model: str = ""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM the runtime can call. Instances are shared by concurrent requests."""
+
+    @property
+    def provider(self) -> str:
+        """Short provider name for accounting and metrics: ``openai``, ``anthropic``…"""
+        ...
+
+    @property
+    def model_name(self) -> str:
+        """The model's name for accounting."""
+        ...
+
+    async def complete(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        """Return the model's next turn for ``messages`` given ``tools``."""
+        ...
+
+
+class ModelFactory(Protocol):
+    """Turns an agent's resolved ``llm_config`` into a (shared, cached) :class:`Model`.
+
+    Raises ``neuro_san.core.errors.ConfigurationError`` for a config that names no
+    known provider or lacks what it needs (for example an API key).
+    """
+
+    def create(self, llm_config: Mapping[str, Any]) -> Model: ...
+
+    async def aclose(self) -> None:
+        """Release shared resources (HTTP sessions)."""
+        ...

@@ -1,0 +1,1 @@
+"""Agent networks: the validated model, and reading it from HOCON, YAML or JSON files."""
