@@ -1,0 +1,37 @@
+"""The one error a broken network file or manifest produces.
+
+Every problem the loader finds is reported the same way: the file, the key path inside
+it (``tools[2].tools[0]``, or ``line 12`` for a syntax error) and the reason, so an
+operator can go straight to the faulty line.
+"""
+
+from __future__ import annotations
+
+from neuro_san.core.errors import ConfigurationError
+
+
+class NetworkLoadError(ConfigurationError):
+    """A network file or manifest that cannot be served.
+
+    The message reads ``file: key_path: reason`` (the key path is left out when the
+    problem concerns the whole file).
+    """
+
+    def __init__(self, file: str, key_path: str, reason: str, line: int | None = None) -> None:
+        location = f"{file}: {key_path}: " if key_path else f"{file}: "
+        super().__init__(location + reason)
+        self.file = file
+        self.key_path = key_path
+        self.reason = reason
+        #: 1-based line of a syntax error, when the parser tells.
+        self.line = line
+
+    def __eq__(self, other: object) -> bool:
+        # Two passes of the registry over the same broken file give equal errors, which
+        # lets it log a problem once rather than on every scan.
+        if not isinstance(other, NetworkLoadError):
+            return NotImplemented
+        return (self.file, self.key_path, self.reason) == (other.file, other.key_path, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.key_path, self.reason))

@@ -1,0 +1,32 @@
+"""Reading one agent-network file (HOCON, YAML or JSON) into a :class:`NetworkSpec`.
+
+The steps: parse the file into plain data (``files``), apply ``commondefs``
+(``commondefs``), then validate and build the spec (``builder``). Each step reports
+problems as :class:`NetworkLoadError`, ``file: key path: reason``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neuro_san.network.builder import build_network
+from neuro_san.network.commondefs import apply_commondefs
+from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
+from neuro_san.network.spec import NetworkSpec
+
+__all__ = ("SUPPORTED_SUFFIXES", "NetworkLoadError", "load_network")
+
+
+def load_network(path: Path, name: str, public: bool = True) -> NetworkSpec:
+    """Load, validate and build the network in ``path``, served as ``name``.
+
+    Blocking file I/O: call it off the event loop (``asyncio.to_thread``).
+    """
+    file = str(path)
+    document = read_document(path)
+    if not isinstance(document, dict):
+        kind = "empty" if document is None else f"a {type(document).__name__}"
+        raise NetworkLoadError(file, "", f"the top level must be a dict, but the file is {kind}")
+    document = apply_commondefs(document, file)
+    return build_network(document, file, name, public)
