@@ -22,6 +22,12 @@ AgentKind = Literal["llm_agent", "coded_tool"]
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+def _empty() -> Mapping[str, Any]:
+    # dataclasses refuse an unhashable default such as a mappingproxy; a factory that
+    # returns the one shared EMPTY is accepted and costs nothing.
+    return EMPTY
+
+
 def is_external_ref(tool: str) -> bool:
     """True for tool references that name another network rather than a local agent:
     ``/name`` (same server), ``http(s)://host:port/name``, ``grpc://host:port/name``."""
@@ -36,7 +42,7 @@ class SlyDataRule:
     same). An empty rule lets nothing through: the default in every direction.
     """
 
-    keys: Mapping[str, str] = EMPTY
+    keys: Mapping[str, str] = field(default_factory=_empty)
 
     def apply(self, sly_data: Mapping[str, Any]) -> dict[str, Any]:
         return {new: sly_data[old] for old, new in self.keys.items() if old in sly_data}
@@ -67,16 +73,16 @@ class AgentSpec:
 
     name: str
     #: The ``function`` dict as written (description, parameters, sly_data_schema…).
-    function: Mapping[str, Any] = EMPTY
+    function: Mapping[str, Any] = field(default_factory=_empty)
     instructions: str = ""
     command: str = ""
     #: Local agent names and external references, in the order written.
     tools: tuple[str, ...] = ()
     #: The network's llm_config overlaid with the agent's own.
-    llm_config: Mapping[str, Any] = EMPTY
+    llm_config: Mapping[str, Any] = field(default_factory=_empty)
     #: ``module.Class`` of a coded tool, or None for an LLM agent.
     class_name: str | None = None
-    args: Mapping[str, Any] = EMPTY
+    args: Mapping[str, Any] = field(default_factory=_empty)
     allow: AllowRules = AllowRules()
     display_as: str | None = None
     max_message_history: int | None = None
@@ -125,7 +131,7 @@ class NetworkSpec:
     #: Listed by Concierge.
     public: bool = True
     #: Top-level sly_data_schema merged into the front man's function.
-    extra: Mapping[str, Any] = field(default=EMPTY)
+    extra: Mapping[str, Any] = field(default_factory=_empty)
 
     @property
     def front(self) -> AgentSpec:
