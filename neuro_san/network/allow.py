@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import AllowRules, SlyDataRule
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def parse_allow(raw: Any, file: str, key_path: str) -> AllowRules:
     if raw is None:
         return AllowRules()
     if not isinstance(raw, Mapping):
-        raise NetworkLoadError(file, key_path, f"must be a dict, not {type(raw).__name__}")
+        raise NetworkLoadError(file, key_path, f"must be a dict, not {type_name(raw)}")
     rules: dict[str, SlyDataRule] = {}
     for direction in _SLY_DATA_DIRECTIONS:
         block = raw.get(direction)
@@ -36,7 +36,7 @@ def parse_allow(raw: Any, file: str, key_path: str) -> AllowRules:
             rules[direction] = SlyDataRule()
             continue
         if not isinstance(block, Mapping):
-            raise NetworkLoadError(file, path, f"must be a dict, not {type(block).__name__}")
+            raise NetworkLoadError(file, path, f"must be a dict, not {type_name(block)}")
         rules[direction] = _sly_data_rule(block.get("sly_data"), file, f"{path}.sly_data")
 
     messages = False
@@ -90,7 +90,7 @@ def _sly_data_rule(raw: Any, file: str, key_path: str) -> SlyDataRule:
                 )
     else:
         raise NetworkLoadError(
-            file, key_path, f"must be a list of keys or a dict, not {type(raw).__name__}"
+            file, key_path, f"must be a list of keys or a dict, not {type_name(raw)}"
         )
     return SlyDataRule(keys=MappingProxyType(keys))
 
@@ -103,5 +103,5 @@ def _messages_flag(raw: Any, file: str, key_path: str) -> bool:
         # turns forwarding on. Which agents' messages it selects is not modelled.
         return bool(raw)
     raise NetworkLoadError(
-        file, key_path, f"must be a bool, string, list or dict, not {type(raw).__name__}"
+        file, key_path, f"must be a bool, string, list or dict, not {type_name(raw)}"
     )

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.network.allow import parse_allow
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
 
 logger = logging.getLogger(__name__)
@@ -53,18 +53,18 @@ class _Checker:
     def optional_dict(self, value: Any, key_path: str) -> dict[str, Any] | None:
         if value is None or isinstance(value, dict):
             return value
-        raise self.fail(key_path, f"must be a dict, not {_type_name(value)}")
+        raise self.fail(key_path, f"must be a dict, not {type_name(value)}")
 
     def optional_str(self, value: Any, key_path: str) -> str | None:
         if value is None or isinstance(value, str):
             return value
-        raise self.fail(key_path, f"must be a string, not {_type_name(value)}")
+        raise self.fail(key_path, f"must be a string, not {type_name(value)}")
 
     def optional_int(self, value: Any, key_path: str, minimum: int) -> int | None:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key_path, f"must be an integer, not {_type_name(value)}")
+            raise self.fail(key_path, f"must be an integer, not {type_name(value)}")
         if value < minimum:
             raise self.fail(key_path, f"must be at least {minimum}, not {value}")
         return value
@@ -73,7 +73,7 @@ class _Checker:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key_path, f"must be a number of seconds, not {_type_name(value)}")
+            raise self.fail(key_path, f"must be a number of seconds, not {type_name(value)}")
         if value < 0:
             raise self.fail(key_path, f"must not be negative, not {value}")
         return float(value)
@@ -83,7 +83,7 @@ def build_network(document: Any, file: str, name: str, public: bool = True) -> N
     """Validate ``document`` and build the spec of the network called ``name``."""
     check = _Checker(file)
     if not isinstance(document, dict):
-        raise check.fail("", f"the top level must be a dict, not {_type_name(document)}")
+        raise check.fail("", f"the top level must be a dict, not {type_name(document)}")
     raw_agents = document.get("tools")
     if raw_agents is None:
         raise check.fail("tools", "missing: list the agents, the front man first")
@@ -133,7 +133,7 @@ def _agent_names(raw_agents: list[Any], check: _Checker) -> list[str]:
     for index, raw in enumerate(raw_agents):
         key_path = f"tools[{index}]"
         if not isinstance(raw, dict):
-            raise check.fail(key_path, f"an agent must be a dict, not {_type_name(raw)}")
+            raise check.fail(key_path, f"an agent must be a dict, not {type_name(raw)}")
         name = raw.get("name")
         if name is None:
             raise check.fail(key_path, "missing 'name'")
@@ -158,7 +158,7 @@ def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> 
         if tools is None:
             continue
         if not isinstance(tools, list):
-            raise check.fail(key_path, f"must be a list of agent names, not {_type_name(tools)}")
+            raise check.fail(key_path, f"must be a list of agent names, not {type_name(tools)}")
         for position, tool in enumerate(tools):
             tool_path = f"{key_path}[{position}]"
             if isinstance(tool, dict):
@@ -236,7 +236,7 @@ def _function(raw: Any, key_path: str, is_called: bool, check: _Checker) -> dict
             raise check.fail(key_path, "missing: an agent that others call needs a function")
         return {}
     if not isinstance(raw, dict):
-        raise check.fail(key_path, f"must be a dict, not {_type_name(raw)}")
+        raise check.fail(key_path, f"must be a dict, not {type_name(raw)}")
     description = raw.get("description")
     if is_called and description is None:
         raise check.fail(f"{key_path}.description", "missing: the caller's LLM needs it")
@@ -296,11 +296,3 @@ def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
 
 def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value)) if value else EMPTY
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {dict: "dict", list: "list", str: "string", bool: "bool"}.get(
-        type(value), type(value).__name__
-    )

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.errors import NetworkLoadError, type_name
 
 #: Stop a self-growing definition (``a = "x{a}"``) instead of looping forever.
 MAX_PASSES = 20
@@ -69,7 +69,7 @@ def _replacement_strings(raw: Any, file: str) -> dict[str, str]:
             strings[key] = str(value).lower() if isinstance(value, bool) else str(value)
         else:
             raise NetworkLoadError(
-                file, f"{key_path}.{key}", f"must be a string, not {type(value).__name__}"
+                file, f"{key_path}.{key}", f"must be a string, not {type_name(value)}"
             )
     return strings
 

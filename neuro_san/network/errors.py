@@ -35,3 +35,11 @@ class NetworkLoadError(ConfigurationError):
 
     def __hash__(self) -> int:
         return hash((self.file, self.key_path, self.reason))
+
+
+def type_name(value: object) -> str:
+    """How a value's type is named in error messages, in the file formats' own words."""
+    if value is None:
+        return "null"
+    names = {dict: "dict", list: "list", str: "string", bool: "bool", int: "int", float: "float"}
+    return names.get(type(value), type(value).__name__)

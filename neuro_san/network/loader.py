@@ -11,7 +11,7 @@ from pathlib import Path
 
 from neuro_san.network.builder import build_network
 from neuro_san.network.commondefs import apply_commondefs
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
 from neuro_san.network.spec import NetworkSpec
 
@@ -26,7 +26,7 @@ def load_network(path: Path, name: str, public: bool = True) -> NetworkSpec:
     file = str(path)
     document = read_document(path)
     if not isinstance(document, dict):
-        kind = "empty" if document is None else f"a {type(document).__name__}"
+        kind = "empty" if document is None else f"a {type_name(document)}"
         raise NetworkLoadError(file, "", f"the top level must be a dict, but the file is {kind}")
     document = apply_commondefs(document, file)
     return build_network(document, file, name, public)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def parse_manifest(document: Any, path: Path) -> Manifest:
         document = {}
     if not isinstance(document, dict):
         raise NetworkLoadError(
-            file, "", f"a manifest must be a dict of file paths, not a {type(document).__name__}"
+            file, "", f"a manifest must be a dict of file paths, not a {type_name(document)}"
         )
     manifest = Manifest(path=path)
     for key, value in flatten_manifest(document):
