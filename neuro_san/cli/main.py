@@ -1,0 +1,70 @@
+"""``neuro-san``: serve agent networks, run the gateway alone, validate networks, and
+talk to a server (chat, list, function, connectivity). ``neuro-san COMMAND --help``
+explains each command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from neuro_san import __version__
+from neuro_san.cli import serve
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neuro-san",
+        description="A gRPC-first server for neuro-san agent networks, with an HTTP/JSON gateway.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve.add_command(commands)
+
+    validate = commands.add_parser(
+        "validate",
+        help="check agent network files or manifests and report every error",
+        description="Check network files (HOCON, YAML, JSON) or manifests; print each error "
+        "with its file, key path and reason; exit 1 when any is broken.",
+    )
+    validate.add_argument("paths", nargs="+", metavar="PATH")
+    validate.set_defaults(func=_validate)
+
+    gateway = commands.add_parser(
+        "gateway",
+        help="run the HTTP/JSON gateway alone, in front of one or more gRPC servers",
+        description="Serve the REST API generated from the protos' google.api.http rules, "
+        "forwarding to gRPC targets (several are balanced round-robin).",
+    )
+    try:
+        from gateway import cli as gateway_cli
+    except ImportError:  # pragma: no cover - the gateway ships with the package
+        gateway_cli = None
+    if gateway_cli is not None:
+        gateway_cli.add_arguments(gateway)
+        gateway.set_defaults(func=gateway_cli.run)
+
+    try:
+        from neuro_san.cli import client_commands
+    except ImportError:
+        client_commands = None  # type: ignore[assignment]
+    if client_commands is not None:
+        client_commands.add_commands(commands)
+    return parser
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from neuro_san.network.validate import main_validate
+
+    return main_validate(list(args.paths))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result = args.func(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

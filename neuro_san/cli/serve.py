@@ -1,0 +1,115 @@
+"""``neuro-san serve``: gRPC and the HTTP gateway in one process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from neuro_san.service.server import AgentServer, ServerConfig
+
+log = logging.getLogger("neuro_san.serve")
+
+
+def add_command(commands: Any) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="serve agent networks over gRPC and HTTP",
+        description="Serve the networks of AGENT_MANIFEST_FILE (default: the bundled examples) "
+        "over gRPC and, through the in-process gateway, HTTP/JSON. Flags override the "
+        "environment variables named in their help.",
+    )
+    parser.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="gRPC port (AGENT_PORT, default 30011)")
+    parser.add_argument(
+        "--http-port", type=int, default=None, help="HTTP port (AGENT_HTTP_PORT, default 8080)"
+    )
+    parser.add_argument("--no-http", action="store_true", help="serve gRPC only")
+    parser.add_argument(
+        "--manifest", action="append", default=None, metavar="FILE",
+        help="manifest file; repeat for several (AGENT_MANIFEST_FILE, ':'-separated)",
+    )
+    parser.add_argument(
+        "--tool-path", action="append", default=None, metavar="DIR",
+        help="root of coded tools; repeat for several (AGENT_TOOL_PATH)",
+    )
+    parser.add_argument("--server-name", default=None, help="health service name (AGENT_SERVER_NAME)")
+    parser.add_argument("--grace", type=float, default=30.0, help="seconds to let calls finish on SIGTERM")
+    parser.add_argument(
+        "--log-level", default=os.environ.get("AGENT_SERVICE_LOG_LEVEL", "INFO"),
+        help="log level (AGENT_SERVICE_LOG_LEVEL, default INFO)",
+    )
+    parser.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    config = ServerConfig.from_env()
+    if args.host:
+        config.host = args.host
+    if args.port is not None:
+        config.port = args.port
+    if args.manifest:
+        config.manifest_paths = [Path(m) for m in args.manifest]
+    if args.tool_path:
+        config.tool_paths = [Path(p) for p in args.tool_path]
+    if args.server_name:
+        config.server_name = args.server_name
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        import uvloop  # optional extra: `pip install neuro-san-grpc[fast]`
+
+        runner: Any = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    return int(runner(_serve(args)))
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    server = AgentServer(config)
+    for error in server.registry.errors:
+        log.error("not serving: %s", error)
+    await server.start()
+    gateway = None
+    if not args.no_http:
+        from gateway import GatewayConfig, start_gateway
+
+        http_port = args.http_port
+        if http_port is None:
+            http_port = int(os.environ.get("AGENT_HTTP_PORT", "8080") or 8080)
+        gateway = await start_gateway(
+            f"127.0.0.1:{server.port}" if config.host in ("0.0.0.0", "::", "") else f"{config.host}:{server.port}",
+            config.host,
+            http_port,
+            GatewayConfig(
+                max_body_bytes=config.max_message_bytes,
+                forwarded_headers=config.forwarded_metadata,
+                keepalive_seconds=config.keepalive_seconds,
+            ),
+        )
+        log.info("HTTP gateway listening on %s:%d", config.host, gateway.port)
+    # One line machines can wait for (tests, scripts): the ports actually bound.
+    print(f"READY grpc={server.port} http={gateway.port if gateway else 0}", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down: draining for up to %.0f s", args.grace)
+    # Health goes NOT_SERVING first, so the gateway answers 503 to new requests while
+    # the calls in flight (gRPC and HTTP alike) finish within the grace period.
+    await server.stop(args.grace)
+    if gateway is not None:
+        await gateway.stop()
+    return 0

@@ -1,0 +1,131 @@
+"""A deterministic, offline stand-in for an LLM: for demos and tests, never a real model.
+
+Networks select it with ``llm_config: {class: scripted}``. It reads the conversation and
+plays a small script, so the bundled examples run with no network and no API key, and
+the same input always gives the same output. Its answers are visibly scripted.
+
+Behaviour for one agent invocation (everything after the last user message):
+
+1. No tool result yet and tools on offer: call the tools of ``calls`` all at once (as a
+   model asking for parallel calls would). Each entry is ``{tool, args}`` where every
+   string in ``args`` may use ``{input}`` (the user text). Without ``calls``, it calls the
+   first tool on offer with every parameter set to the user text (or, for a sub-agent,
+   to the matching argument its caller passed in ``The <name> is '<value>'.``).
+2. Otherwise answer with ``reply``, a template over ``{input}`` (the user text),
+   ``{results}`` (the tool results joined by ``"; "``) and ``{history}`` (how many
+   earlier user turns the conversation holds). The default is ``{results}`` when
+   there are results, else ``{input}``.
+
+Token usage is counted in whitespace-separated words, so accounting is reproducible.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neuro_san.core.errors import ConfigurationError
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+
+
+class _SafeFormat(dict[str, str]):
+    """Leaves unknown ``{placeholders}`` as they are instead of failing."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    return template.format_map(_SafeFormat(values))
+
+
+_ARGUMENT_SENTENCE = re.compile(r"The (\w+) is '(.*?)'\.(?=\s|$)", re.S)
+
+
+def called_arguments(text: str) -> dict[str, str]:
+    """The arguments a calling agent put in a sub-agent's input, in neuro-san's
+    ``The <name> is '<value>'.`` sentences."""
+    return dict(_ARGUMENT_SENTENCE.findall(text))
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class ScriptedModel:
+    """The scripted stand-in model. Shared by every request that uses its config."""
+
+    provider = "scripted"
+
+    def __init__(
+        self,
+        reply: str | None = None,
+        calls: Sequence[Mapping[str, Any]] | None = None,
+        model_name: str = "scripted",
+    ) -> None:
+        self._reply = reply
+        self._calls = list(calls) if calls is not None else None
+        self._model_name = model_name
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @classmethod
+    def from_config(cls, llm_config: Mapping[str, Any]) -> ScriptedModel:
+        reply = llm_config.get("reply")
+        calls = llm_config.get("calls")
+        if reply is not None and not isinstance(reply, str):
+            raise ConfigurationError("llm_config.reply of the scripted model must be a string")
+        if calls is not None and not (
+            isinstance(calls, list) and all(isinstance(c, Mapping) and "tool" in c for c in calls)
+        ):
+            raise ConfigurationError(
+                "llm_config.calls of the scripted model must be a list of {tool, args}"
+            )
+        return cls(reply=reply, calls=calls, model_name=str(llm_config.get("model_name", "scripted")))
+
+    async def complete(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+        user_text = messages[last_user].content if last_user >= 0 else ""
+        turn = messages[last_user + 1 :]
+        results = [m.content for m in turn if m.role == "tool"]
+        prompt_tokens = sum(_words(m.content) for m in messages)
+        values = {
+            "input": user_text,
+            "results": "; ".join(results),
+            "history": str(sum(1 for m in messages[:last_user] if m.role == "user")),
+        }
+        if tools and not results and not any(m.tool_calls for m in turn):
+            calls = self._plan_calls(tools, values)
+            if calls:
+                return ModelResponse(
+                    tool_calls=tuple(calls),
+                    usage=Usage(prompt_tokens, sum(_words(str(c.arguments)) for c in calls)),
+                    model=self._model_name,
+                )
+        template = self._reply if self._reply is not None else ("{results}" if results else "{input}")
+        text = _fill(template, values)
+        return ModelResponse(text=text, usage=Usage(prompt_tokens, _words(text)), model=self._model_name)
+
+    def _plan_calls(self, tools: Sequence[ToolSpec], values: Mapping[str, str]) -> list[ToolCall]:
+        offered = {t.name: t for t in tools}
+        if self._calls is None:
+            first = tools[0]
+            props = first.parameters.get("properties") or {}
+            given = called_arguments(values["input"])
+            only = next(iter(given.values())) if len(given) == 1 else values["input"]
+            args = {name: given.get(name, only) for name in props}
+            return [ToolCall(id="call_1", name=first.name, arguments=args)]
+        calls = []
+        for n, planned in enumerate(self._calls, start=1):
+            name = str(planned["tool"])
+            if name not in offered:
+                continue
+            raw_args = planned.get("args") or {}
+            args = {k: _fill(v, values) if isinstance(v, str) else v for k, v in raw_args.items()}
+            calls.append(ToolCall(id=f"call_{n}", name=name, arguments=args))
+        return calls

@@ -1,0 +1,7 @@
+"""The agent runtime: runs one chat turn over an agent network.
+
+``host.NetworkHost`` implements ``core.host.AgentHost``; per request it builds a
+``context.RequestContext`` and runs the front man with ``agent_loop.run_llm_agent``,
+which calls tools through ``tools.call_tool`` (sub-agents, coded tools, external
+agents). Nothing here knows about gRPC or HTTP.
+"""

@@ -1,0 +1,138 @@
+"""The loop of one LLM agent: ask the model, run the tools it asks for, repeat.
+
+One invocation of an agent (the front man for the request, or a sub-agent called as a
+tool) sends the model its instructions, any restored history and the input; while the
+model asks for tools, the calls run concurrently and their results go back to it; its
+first answer without tool calls is the agent's result. ``max_iterations`` bounds the
+round trips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from neuro_san.core.errors import LimitExceeded
+from neuro_san.core.messages import MessageType, OriginPath
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.schema import tool_parameters_schema
+from neuro_san.network.spec import AgentSpec, is_external_ref
+from neuro_san.runtime.context import RequestContext, usage_structure
+
+_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBinding:
+    """A tool as offered to the model, and what it refers to in the network."""
+
+    spec: ToolSpec
+    ref: str
+
+
+def tool_function_name(ref: str) -> str:
+    """A provider-safe function name for a tool reference.
+
+    Local agent names are already safe. External references (``/deep/x``,
+    ``http://host:8080/x``) become their path with ``/`` as ``__`` (``deep__x``)."""
+    if not is_external_ref(ref):
+        return ref
+    path = ref.split("://", 1)[1].split("/", 1)[1] if "://" in ref else ref.lstrip("/")
+    return _TOOL_NAME.sub("_", path.replace("/", "__"))[:64] or "external_agent"
+
+
+async def bind_tools(ctx: RequestContext, agent: AgentSpec) -> list[ToolBinding]:
+    bindings = []
+    for ref in agent.tools:
+        if is_external_ref(ref):
+            function = await ctx.externals.function(ref)
+        else:
+            function = ctx.network.agents[ref].function
+        description = str(function.get("description", "")) or f"Calls {ref}."
+        params = function.get("parameters")
+        schema = tool_parameters_schema(params if isinstance(params, Mapping) else None)
+        if is_external_ref(ref) and not schema.get("properties"):
+            # A network without declared parameters takes a free-text inquiry.
+            schema = {
+                "type": "object",
+                "properties": {"inquiry": {"type": "string", "description": "What to ask."}},
+                "required": ["inquiry"],
+            }
+        bindings.append(ToolBinding(ToolSpec(tool_function_name(ref), description, schema), ref))
+    return bindings
+
+
+async def run_llm_agent(
+    ctx: RequestContext,
+    agent: AgentSpec,
+    origin: OriginPath,
+    user_text: str,
+    history: list[LlmMessage] | None = None,
+    announce_instructions: bool = True,
+) -> str:
+    """Run one invocation of an LLM agent and return its answer."""
+    from neuro_san.runtime.tools import call_tool  # tools call back into this module
+
+    started = time.monotonic()
+    model = ctx.models.create(agent.llm_config)
+    model_key = f"{model.provider}:{model.model_name}"
+    bindings = await bind_tools(ctx, agent)
+    by_name = {b.spec.name: b for b in bindings}
+    specs = [b.spec for b in bindings]
+
+    messages: list[LlmMessage] = []
+    if agent.instructions:
+        messages.append(LlmMessage(role="system", content=agent.instructions))
+        if announce_instructions:
+            ctx.emit(MessageType.SYSTEM, origin, agent.instructions)
+    messages.extend(history or ())
+    messages.append(LlmMessage(role="user", content=user_text))
+    ctx.emit(MessageType.HUMAN, origin, user_text)
+
+    usage = Usage()
+    requests = 0
+    limit = agent.max_iterations or ctx.network.max_iterations
+    for _ in range(limit):
+        response: ModelResponse = await model.complete(messages, specs)
+        usage = usage + response.usage
+        requests += 1
+        ctx.record_usage(model_key, response.usage)
+        if not response.tool_calls:
+            answer = response.text
+            break
+        messages.append(
+            LlmMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+        )
+        results = await _run_calls(ctx, agent, origin, by_name, response.tool_calls, call_tool)
+        for call, result in zip(response.tool_calls, results, strict=True):
+            messages.append(LlmMessage(role="tool", content=result, tool_call_id=call.id, name=call.name))
+    else:
+        raise LimitExceeded(
+            f"agent {agent.name!r} used all {limit} iterations (max_iterations) without answering"
+        )
+
+    ctx.emit(MessageType.AI, origin, answer)
+    ctx.emit(
+        MessageType.AGENT,
+        origin,
+        structure=usage_structure(usage, requests, time.monotonic() - started),
+    )
+    return answer
+
+
+async def _run_calls(ctx, agent, origin, by_name, calls: tuple[ToolCall, ...], call_tool) -> list[str]:  # type: ignore[no-untyped-def]
+    if len(calls) == 1:
+        return [await call_tool(ctx, agent, origin, by_name, calls[0])]
+    # Several calls in one turn run concurrently; a TaskGroup cancels the siblings when
+    # the request is cancelled.
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(call_tool(ctx, agent, origin, by_name, c)) for c in calls]
+    return [t.result() for t in tasks]
+
+
+def describe_call(name: str, arguments: Mapping[str, object]) -> str:
+    return f"Invoking: `{name}` with `{json.dumps(arguments, ensure_ascii=False, default=str)}`"

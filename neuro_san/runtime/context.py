@@ -1,0 +1,100 @@
+"""Per-request state shared by every agent and tool of one chat turn."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from neuro_san.core.messages import ChatMessage, MessageType, Origin, OriginPath
+from neuro_san.llm.interface import ModelFactory, Usage
+from neuro_san.network.spec import NetworkSpec
+
+if TYPE_CHECKING:
+    from neuro_san.runtime.coded_tools import CodedToolResolver
+    from neuro_san.runtime.external import ExternalAgents
+
+
+class Journal:
+    """Where a request's messages go. Only MAXIMAL requests stream them: the others
+    get no queue and every ``emit`` is a no-op, so MINIMAL pays nothing for them."""
+
+    __slots__ = ("queue",)
+
+    def __init__(self, streaming: bool) -> None:
+        self.queue: asyncio.Queue[ChatMessage] | None = asyncio.Queue() if streaming else None
+
+    @property
+    def streaming(self) -> bool:
+        return self.queue is not None
+
+    def emit(self, message: ChatMessage) -> None:
+        if self.queue is not None:
+            self.queue.put_nowait(message)
+
+
+@dataclass
+class ModelUsage:
+    usage: Usage = field(default_factory=Usage)
+    requests: int = 0
+
+
+@dataclass
+class RequestContext:
+    """Everything one request's agents share. Never shared between requests."""
+
+    network: NetworkSpec
+    sly_data: dict[str, Any]
+    journal: Journal
+    models: ModelFactory
+    coded_tools: CodedToolResolver
+    externals: ExternalAgents
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    _instances: Counter[str] = field(default_factory=Counter)
+    usage_by_model: dict[str, ModelUsage] = field(default_factory=dict)
+
+    def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
+        """The origin of a new instance of ``tool`` called from ``parent``; the index
+        counts instances of that tool name within the request, from 1."""
+        self._instances[tool] += 1
+        return (*parent, Origin(tool, self._instances[tool]))
+
+    def record_usage(self, model_key: str, usage: Usage) -> None:
+        entry = self.usage_by_model.setdefault(model_key, ModelUsage())
+        entry.usage = entry.usage + usage
+        entry.requests += 1
+
+    def emit(
+        self,
+        type_: MessageType,
+        origin: OriginPath,
+        text: str = "",
+        structure: dict[str, Any] | None = None,
+        tool_result_origin: OriginPath = (),
+    ) -> None:
+        if self.journal.streaming:
+            self.journal.emit(
+                ChatMessage(
+                    type=type_,
+                    text=text,
+                    origin=origin,
+                    structure=structure,
+                    tool_result_origin=tool_result_origin,
+                )
+            )
+
+
+def usage_structure(usage: Usage, requests: int, seconds: float) -> dict[str, Any]:
+    """Token accounting in neuro-san's shape (AGENT messages' ``structure``)."""
+    return {
+        "total_tokens": usage.total_tokens,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "successful_requests": requests,
+        "total_cost": 0.0,
+        "time_taken_in_seconds": round(seconds, 6),
+    }

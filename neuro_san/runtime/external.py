@@ -1,0 +1,104 @@
+"""Calling other agent networks as tools: ``/name`` here, or a remote server.
+
+``/name`` runs in-process through the local host (no network hop, no port guessing).
+``http(s)://host:port/name`` and ``grpc://host:port/name`` go through a
+:class:`RemoteAgent` made by the ``remote`` factory (the client library supplies one).
+
+Only the sly_data keys allowed by the caller's ``allow.to_downstream`` go out, and only
+those allowed by ``allow.from_downstream`` come back. The called network's messages
+reach the client only when ``allow.from_downstream.messages`` says so; they are
+re-rooted under the caller's origin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from neuro_san.core.errors import AgentNotFound, ConfigurationError, UpstreamUnavailable
+from neuro_san.core.messages import ChatFilter, ChatMessage, ChatRequest, MessageType, OriginPath
+from neuro_san.network.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from neuro_san.core.host import AgentHost
+    from neuro_san.runtime.context import RequestContext
+
+
+class RemoteAgent(Protocol):
+    """A network on another server."""
+
+    async def function(self) -> Mapping[str, Any]: ...
+
+    def chat(self, request: ChatRequest) -> AsyncIterator[ChatMessage]: ...
+
+
+RemoteFactory = Callable[[str], RemoteAgent]
+
+
+class ExternalAgents:
+    """Resolves and calls external agent references; shared by all requests."""
+
+    def __init__(self, host: AgentHost, remote: RemoteFactory | None = None) -> None:
+        self._host = host
+        self._remote = remote
+        self._remotes: dict[str, RemoteAgent] = {}
+
+    def _remote_agent(self, ref: str) -> RemoteAgent:
+        agent = self._remotes.get(ref)
+        if agent is None:
+            if self._remote is None:
+                raise ConfigurationError(f"external agent {ref!r}: remote agents are not enabled")
+            agent = self._remotes[ref] = self._remote(ref)
+        return agent
+
+    async def function(self, ref: str) -> Mapping[str, Any]:
+        if ref.startswith("/"):
+            try:
+                return self._host.function(ref[1:])
+            except AgentNotFound:
+                return {}
+        try:
+            return await self._remote_agent(ref).function()
+        except UpstreamUnavailable:
+            return {}
+
+    def _chat(self, ref: str, request: ChatRequest) -> AsyncIterator[ChatMessage]:
+        if ref.startswith("/"):
+            if not self._host.has_agent(ref[1:]):
+                raise UpstreamUnavailable(f"external agent {ref!r} is not served here")
+            return self._host.chat(ref[1:], request)
+        return self._remote_agent(ref).chat(request)
+
+    async def call(
+        self,
+        ctx: RequestContext,
+        caller: AgentSpec,
+        origin: OriginPath,
+        ref: str,
+        arguments: Mapping[str, Any],
+    ) -> str:
+        from neuro_san.runtime.tools import build_agent_input
+
+        forward = caller.allow.from_downstream_messages and ctx.journal.streaming
+        request = ChatRequest(
+            user_text=build_agent_input(arguments, ""),
+            sly_data=caller.allow.to_downstream.apply(ctx.sly_data),
+            chat_filter=ChatFilter.MAXIMAL if forward else ChatFilter.MINIMAL,
+            metadata=dict(ctx.metadata),
+        )
+        answer: ChatMessage | None = None
+        async for message in self._chat(ref, request):
+            if message is None:
+                continue
+            if message.type is MessageType.AGENT_FRAMEWORK:
+                answer = message
+            elif forward:
+                message.origin = (*origin, *message.origin[1:]) if message.origin else origin
+                if message.tool_result_origin:
+                    message.tool_result_origin = (*origin, *message.tool_result_origin[1:])
+                ctx.journal.emit(message)
+        if answer is None:
+            raise UpstreamUnavailable(f"external agent {ref!r} ended without an answer")
+        if answer.sly_data:
+            ctx.sly_data.update(caller.allow.from_downstream.apply(answer.sly_data))
+        return answer.text

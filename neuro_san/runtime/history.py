@@ -1,0 +1,60 @@
+"""chat_context in and out: the front man's history is all a conversation carries.
+
+Incoming histories are untrusted client data: only HUMAN and AI messages of the history
+whose origin names the front man are used (SYSTEM messages are dropped, so a client
+cannot plant instructions), and their number and size are bounded.
+"""
+
+from __future__ import annotations
+
+from neuro_san.core.errors import InvalidRequest
+from neuro_san.core.messages import ChatContext, ChatHistory, ChatMessage, MessageType, OriginPath
+from neuro_san.llm.interface import LlmMessage
+
+#: The most history messages a request may carry in, and their total characters.
+MAX_HISTORY_MESSAGES = 2_000
+MAX_HISTORY_CHARS = 8 * 1024 * 1024
+
+_KEPT = (MessageType.HUMAN, MessageType.AI)
+
+
+def restore_history(context: ChatContext | None, front_man: str) -> list[ChatMessage]:
+    """The front man's earlier HUMAN/AI messages, oldest first."""
+    if context is None:
+        return []
+    restored: list[ChatMessage] = []
+    for history in context.chat_histories:
+        if not history.origin or ".".join(o.tool for o in history.origin) != front_man:
+            continue
+        restored.extend(m for m in history.messages if m.type in _KEPT)
+    if len(restored) > MAX_HISTORY_MESSAGES:
+        raise InvalidRequest(
+            f"chat_context holds {len(restored)} messages; at most {MAX_HISTORY_MESSAGES} are accepted",
+            field="chat_context",
+        )
+    if sum(len(m.text) for m in restored) > MAX_HISTORY_CHARS:
+        raise InvalidRequest("chat_context is too large", field="chat_context")
+    return restored
+
+
+def to_llm_messages(history: list[ChatMessage]) -> list[LlmMessage]:
+    return [
+        LlmMessage(role="user" if m.type is MessageType.HUMAN else "assistant", content=m.text)
+        for m in history
+    ]
+
+
+def next_context(
+    history: list[ChatMessage],
+    origin: OriginPath,
+    user_text: str,
+    answer: str,
+    max_messages: int | None,
+) -> ChatContext:
+    """The chat_context to return: the history plus this turn, text kept exactly."""
+    messages = [ChatMessage(type=m.type, text=m.text, origin=origin) for m in history]
+    messages.append(ChatMessage(type=MessageType.HUMAN, text=user_text, origin=origin))
+    messages.append(ChatMessage(type=MessageType.AI, text=answer, origin=origin))
+    if max_messages is not None and max_messages > 0:
+        messages = messages[-max_messages:]
+    return ChatContext(chat_histories=[ChatHistory(origin=origin, messages=messages)])

@@ -1,0 +1,206 @@
+"""``NetworkHost``: the AgentHost that serves networks from a NetworkSource."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from neuro_san.core.errors import AgentNotFound, RequestTimeout
+from neuro_san.core.messages import (
+    AgentInfo,
+    ChatMessage,
+    ChatRequest,
+    ConnectivityEntry,
+    MessageType,
+)
+from neuro_san.llm.interface import ModelFactory, Usage
+from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
+from neuro_san.runtime.agent_loop import run_llm_agent
+from neuro_san.runtime.coded_tools import CodedToolResolver
+from neuro_san.runtime.context import Journal, RequestContext, usage_structure
+from neuro_san.runtime.external import ExternalAgents, RemoteFactory
+from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
+from neuro_san.runtime.structure import extract_json_object
+
+_DONE = object()
+
+
+class NetworkHost:
+    """Serves the networks of ``source``. One instance per server, shared by all calls.
+
+    ``keepalive_seconds`` > 0 makes a quiet stream send an empty AGENT_PROGRESS message
+    after that many seconds without output, so proxies do not cut long requests.
+    """
+
+    def __init__(
+        self,
+        source: NetworkSource,
+        models: ModelFactory,
+        coded_tools: CodedToolResolver,
+        remote: RemoteFactory | None = None,
+        keepalive_seconds: float = 0.0,
+    ) -> None:
+        self._source = source
+        self._models = models
+        self._coded_tools = coded_tools
+        self._externals = ExternalAgents(self, remote)
+        self._keepalive = keepalive_seconds
+
+    def _network(self, agent: str) -> NetworkSpec:
+        network = self._source.get(agent)
+        if network is None:
+            raise AgentNotFound(agent)
+        return network
+
+    def has_agent(self, agent: str) -> bool:
+        return self._source.get(agent) is not None
+
+    def function(self, agent: str) -> Mapping[str, Any]:
+        return self._network(agent).front.function
+
+    def connectivity(self, agent: str) -> tuple[list[ConnectivityEntry], Mapping[str, Any] | None]:
+        network = self._network(agent)
+        entries: list[ConnectivityEntry] = []
+        order = [network.front_man]
+        seen = set(order)
+        for name in order:
+            if is_external_ref(name):
+                entries.append(ConnectivityEntry(name, (), "external_agent"))
+                continue
+            node = network.agents[name]
+            tools = node.tools if node.allow.connectivity else ()
+            entries.append(
+                ConnectivityEntry(name, tuple(tools), node.display_as or node.kind, node.metadata)
+            )
+            for tool in tools:
+                if tool not in seen:
+                    seen.add(tool)
+                    order.append(tool)
+        return entries, network.metadata
+
+    def list_agents(self) -> list[AgentInfo]:
+        infos = []
+        for name, network in sorted(self._source.networks().items()):
+            if not network.public:
+                continue
+            meta = network.metadata or {}
+            tags = meta.get("tags") or ()
+            infos.append(
+                AgentInfo(
+                    agent_name=name,
+                    description=str(meta.get("description", "")),
+                    tags=tuple(str(t) for t in tags) if isinstance(tags, (list, tuple)) else (),
+                )
+            )
+        return infos
+
+    async def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:  # type: ignore[override]
+        """See ``AgentHost.chat``. Yields ``None`` for "an empty response": a request with
+        no user text ends at once with one, and no LLM is called."""
+        network = self._network(agent)
+        if not request.user_text:
+            yield None
+            return
+        streaming = request.chat_filter.is_maximal
+        sly_data = request.sly_data
+        if request.metadata and "request_metadata" not in sly_data:
+            sly_data["request_metadata"] = dict(request.metadata)
+        ctx = RequestContext(
+            network=network,
+            sly_data=sly_data,
+            journal=Journal(streaming),
+            models=self._models,
+            coded_tools=self._coded_tools,
+            externals=self._externals,
+            metadata=request.metadata,
+        )
+        if not streaming and self._keepalive <= 0:
+            yield await self._run(ctx, request)
+            return
+        async for message in self._stream(ctx, request):
+            yield message
+
+    async def _stream(self, ctx: RequestContext, request: ChatRequest) -> AsyncIterator[ChatMessage]:
+        queue: asyncio.Queue[Any] = ctx.journal.queue or asyncio.Queue()
+        outcome: list[Any] = []
+
+        async def run() -> None:
+            try:
+                outcome.append(await self._run(ctx, request))
+            except BaseException as error:  # handed to the consumer below
+                outcome.append(error)
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+            finally:
+                queue.put_nowait(_DONE)
+
+        task = asyncio.create_task(run())
+        try:
+            while True:
+                if self._keepalive > 0:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), self._keepalive)
+                    except TimeoutError:
+                        yield ChatMessage(type=MessageType.AGENT_PROGRESS)
+                        continue
+                else:
+                    item = await queue.get()
+                if item is _DONE:
+                    break
+                yield item
+            result = outcome[0]
+            if isinstance(result, BaseException):
+                raise result
+            yield result
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _run(self, ctx: RequestContext, request: ChatRequest) -> ChatMessage:
+        network = ctx.network
+        budgets = [b for b in (network.max_execution_seconds, network.request_timeout_seconds) if b > 0]
+        try:
+            async with asyncio.timeout(min(budgets) if budgets else None):
+                return await self._turn(ctx, request)
+        except TimeoutError as error:
+            raise RequestTimeout(
+                f"the request ran out of time after {min(budgets):g} s "
+                "(max_execution_seconds / request_timeout_seconds)"
+            ) from error
+
+    async def _turn(self, ctx: RequestContext, request: ChatRequest) -> ChatMessage:
+        network = ctx.network
+        front = network.front
+        origin = ctx.instantiate((), front.name)
+        prior = restore_history(request.chat_context, front.name)
+        answer = await run_llm_agent(
+            ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior
+        )
+        if ctx.journal.streaming:
+            total = Usage()
+            requests = 0
+            models: dict[str, Any] = {}
+            seconds = time.monotonic() - ctx.started
+            for key, entry in ctx.usage_by_model.items():
+                total = total + entry.usage
+                requests += entry.requests
+                models[key] = usage_structure(entry.usage, entry.requests, seconds)
+            summary = usage_structure(total, requests, seconds)
+            summary["models"] = models
+            ctx.emit(MessageType.AGENT, origin, structure=summary)
+        text, structure = answer, None
+        if "json" in front.structure_formats:
+            structure, text = extract_json_object(answer)
+        sly_out = front.allow.to_upstream.apply(ctx.sly_data)
+        return ChatMessage(
+            type=MessageType.AGENT_FRAMEWORK,
+            text=text,
+            structure=structure,
+            chat_context=next_context(prior, origin, request.user_text, answer, front.max_message_history),
+            sly_data=sly_out or None,
+        )

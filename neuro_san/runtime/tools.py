@@ -1,0 +1,67 @@
+"""Running one tool call: a sub-agent, a coded tool, or an external agent.
+
+Whatever the kind, the caller journals ``AGENT "Invoking …"`` before and
+``AGENT_TOOL_RESULT`` after, and the model gets the result as text. A tool that fails
+(a coded tool raising, bad arguments, an unknown tool name) gives the model an
+``Error: …`` result rather than failing the request; failures of the run itself
+(LLM errors, limits, cancellation) propagate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from neuro_san.core.messages import MessageType, OriginPath
+from neuro_san.llm.interface import ToolCall
+from neuro_san.network.spec import AgentSpec, is_external_ref
+from neuro_san.runtime.agent_loop import ToolBinding, describe_call, run_llm_agent
+from neuro_san.runtime.coded_tools import run_coded_tool
+from neuro_san.runtime.context import RequestContext
+
+
+def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:
+    """The HUMAN message a called agent gets: one sentence per argument, then its command.
+
+    ``{"input_string": "hello"}`` with command ``Find synonyms.`` gives
+    ``The input_string is 'hello'.\\nFind synonyms.``
+    """
+    sentences = " ".join(f"The {key} is '{value}'." for key, value in arguments.items())
+    return "\n".join(part for part in (sentences, command) if part)
+
+
+async def call_tool(
+    ctx: RequestContext,
+    caller: AgentSpec,
+    caller_origin: OriginPath,
+    bindings: Mapping[str, ToolBinding],
+    call: ToolCall,
+) -> str:
+    binding = bindings.get(call.name)
+    if binding is None:
+        known = ", ".join(sorted(bindings)) or "none"
+        return f"Error: there is no tool named {call.name!r}; the tools are: {known}"
+    if call.arguments_error:
+        return f"Error: the arguments for {call.name!r} were not a JSON object: {call.arguments_error}"
+
+    arguments = dict(call.arguments)
+    ctx.emit(
+        MessageType.AGENT,
+        caller_origin,
+        describe_call(binding.ref, arguments),
+        structure={"invoking_start": True, "invoked_agent_name": binding.ref, "params": arguments},
+    )
+    ref = binding.ref
+    if is_external_ref(ref):
+        callee_origin = ctx.instantiate(caller_origin, ref)
+        result = await ctx.externals.call(ctx, caller, callee_origin, ref, arguments)
+    else:
+        callee = ctx.network.agents[ref]
+        callee_origin = ctx.instantiate(caller_origin, ref)
+        if callee.kind == "coded_tool":
+            result = await run_coded_tool(ctx, callee, callee_origin, arguments)
+        else:
+            text = build_agent_input(arguments, callee.command)
+            result = await run_llm_agent(ctx, callee, callee_origin, text)
+    ctx.emit(MessageType.AGENT_TOOL_RESULT, caller_origin, result, tool_result_origin=callee_origin)
+    return result

@@ -1,0 +1,1 @@
+"""The grpc.aio service: thin servicers over ``core.host.AgentHost``."""

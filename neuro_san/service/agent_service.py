@@ -1,0 +1,134 @@
+"""AgentService on both routes, for every hosted agent, with one generic handler.
+
+- ``/<agent>.AgentService/<Method>``: neuro-san 0.5's per-agent service names, which
+  its ``agent_cli --grpc`` and ``GrpcServiceAgentSession`` call. Names with ``/``
+  (``deep/math_guy``) work: the method path is split at its *last* ``/``. An unknown
+  agent is UNIMPLEMENTED, as upstream ("grpc gives the hand").
+- ``/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/<Method>`` with the agent
+  in the ``agent-name`` request metadata: what generated stubs, grpcurl with reflection
+  and the gateway call. No metadata is INVALID_ARGUMENT; an unknown agent NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import grpc
+
+from neuro_san.api.grpc import agent_pb2
+from neuro_san.core.errors import InvalidRequest
+from neuro_san.core.host import AgentHost
+from neuro_san.service import convert
+from neuro_san.service.errors import abort_with
+
+SERVICE = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
+AGENT_SUFFIX = ".AgentService"
+AGENT_NAME_KEY = "agent-name"
+
+_EMPTY_RESPONSE = agent_pb2.ChatResponse()
+
+
+class AgentRouter(grpc.GenericRpcHandler):
+    def __init__(self, host: AgentHost, forwarded_metadata: Sequence[str] = ()) -> None:
+        self._host = host
+        self._forwarded = tuple(k.lower() for k in forwarded_metadata)
+        self._qualified = self._handlers(None)
+        self._per_agent: dict[str, grpc.RpcMethodHandler] = {}
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        path: str = handler_call_details.method  # type: ignore[attr-defined]
+        service, _, method = path[1:].rpartition("/")
+        if service == SERVICE:
+            return self._qualified.get(method)
+        if not service.endswith(AGENT_SUFFIX):
+            return None
+        agent = service[: -len(AGENT_SUFFIX)]
+        if not self._host.has_agent(agent):
+            return None
+        handler = self._per_agent.get(path)
+        if handler is None:
+            handler = self._handlers(agent).get(method)
+            if handler is None:
+                return None
+            if len(self._per_agent) > 10_000:  # bounded; agents come and go on reload
+                self._per_agent.clear()
+            self._per_agent[path] = handler
+        return handler
+
+    def _handlers(self, agent: str | None) -> dict[str, grpc.RpcMethodHandler]:
+        return {
+            "Function": grpc.unary_unary_rpc_method_handler(
+                self._unary(agent, lambda name, _req: convert.function_to_proto(self._host.function(name))),
+                request_deserializer=agent_pb2.FunctionRequest.FromString,
+                response_serializer=agent_pb2.FunctionResponse.SerializeToString,
+            ),
+            "Connectivity": grpc.unary_unary_rpc_method_handler(
+                self._unary(agent, lambda name, _req: convert.connectivity_to_proto(*self._host.connectivity(name))),
+                request_deserializer=agent_pb2.ConnectivityRequest.FromString,
+                response_serializer=agent_pb2.ConnectivityResponse.SerializeToString,
+            ),
+            "StreamingChat": grpc.unary_stream_rpc_method_handler(
+                self._streaming_chat(agent),
+                request_deserializer=agent_pb2.ChatRequest.FromString,
+                response_serializer=agent_pb2.ChatResponse.SerializeToString,
+            ),
+        }
+
+    def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext) -> str:
+        if fixed is not None:
+            return fixed
+        for key, value in context.invocation_metadata() or ():
+            if key == AGENT_NAME_KEY:
+                return value if isinstance(value, str) else value.decode()
+        raise InvalidRequest(
+            f"name the agent: send request metadata '{AGENT_NAME_KEY}: <agent>' on {SERVICE}, "
+            f"or call the service '<agent>{AGENT_SUFFIX}'",
+            field=AGENT_NAME_KEY,
+        )
+
+    def _metadata(self, context: grpc.aio.ServicerContext) -> dict[str, str]:
+        if not self._forwarded:
+            return {}
+        found = {}
+        for key, value in context.invocation_metadata() or ():
+            if key in self._forwarded and isinstance(value, str):
+                found[key] = value
+        return found
+
+    def _unary(
+        self, agent: str | None, produce: Callable[[str, Any], Any]
+    ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return produce(self._agent_name(agent, context), request)
+            except Exception as error:
+                await abort_with(context, error)
+
+        return behaviour
+
+    def _streaming_chat(
+        self, agent: str | None
+    ) -> Callable[[agent_pb2.ChatRequest, grpc.aio.ServicerContext], AsyncIterator[agent_pb2.ChatResponse]]:
+        async def behaviour(
+            request: agent_pb2.ChatRequest, context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[agent_pb2.ChatResponse]:
+            try:
+                name = self._agent_name(agent, context)
+                chat_request = convert.request_from_proto(request, self._metadata(context))
+                echo = request if chat_request.chat_filter.is_maximal else None
+                stream = self._host.chat(name, chat_request)
+                try:
+                    async for message in stream:
+                        if message is None:
+                            yield _EMPTY_RESPONSE
+                            continue
+                        response = agent_pb2.ChatResponse(request=echo)
+                        convert.message_to_proto(message, response.response)
+                        yield response
+                finally:
+                    await stream.aclose()  # type: ignore[attr-defined]
+            except Exception as error:
+                await abort_with(context, error)
+
+        return behaviour

@@ -1,0 +1,167 @@
+"""Conversion between the wire messages (protobuf) and the runtime's dataclasses.
+
+Struct numbers are doubles on the wire; whole ones come back to Python as ``int`` so
+coded tools see ``10``, not ``10.0``. Values that JSON cannot hold (objects a coded
+tool left in sly_data) are turned into strings rather than failing the response.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import struct_pb2
+
+from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
+from neuro_san.core.messages import (
+    AgentInfo,
+    ChatContext,
+    ChatFilter,
+    ChatHistory,
+    ChatMessage,
+    ChatRequest,
+    ConnectivityEntry,
+    MessageType,
+    Origin,
+    OriginPath,
+)
+
+_MESSAGE_TYPES = {int(t): t for t in MessageType}
+
+
+def value_to_python(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        number = value.number_value
+        if number.is_integer() and math.isfinite(number) and abs(number) < 2**63:
+            return int(number)
+        return number
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return struct_to_dict(value.struct_value)
+    if kind == "list_value":
+        return [value_to_python(v) for v in value.list_value.values]
+    return None
+
+
+def struct_to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
+    return {key: value_to_python(v) for key, v in struct.fields.items()}
+
+
+def fill_struct(target: struct_pb2.Struct, data: Mapping[str, Any]) -> None:
+    try:
+        target.update(data)
+    except (ValueError, TypeError):
+        target.Clear()
+        target.update(json.loads(json.dumps(data, default=str)))
+
+
+def origins_to_proto(path: OriginPath) -> list[chat_pb2.Origin]:
+    return [chat_pb2.Origin(tool=o.tool, instantiation_index=o.instantiation_index) for o in path]
+
+
+def origins_from_proto(origins: Any) -> OriginPath:
+    return tuple(Origin(o.tool, o.instantiation_index) for o in origins)
+
+
+def context_to_proto(context: ChatContext, target: chat_pb2.ChatContext) -> None:
+    for history in context.chat_histories:
+        pb_history = target.chat_histories.add()
+        pb_history.origin.extend(origins_to_proto(history.origin))
+        for message in history.messages:
+            message_to_proto(message, pb_history.messages.add())
+
+
+def context_from_proto(context: chat_pb2.ChatContext) -> ChatContext:
+    return ChatContext(
+        chat_histories=[
+            ChatHistory(
+                origin=origins_from_proto(h.origin),
+                messages=[message_from_proto(m) for m in h.messages],
+            )
+            for h in context.chat_histories
+        ]
+    )
+
+
+def message_to_proto(message: ChatMessage, target: chat_pb2.ChatMessage | None = None) -> chat_pb2.ChatMessage:
+    pb = chat_pb2.ChatMessage() if target is None else target
+    pb.type = int(message.type)  # type: ignore[assignment]
+    if message.text:
+        pb.text = message.text
+    if message.origin:
+        pb.origin.extend(origins_to_proto(message.origin))
+    if message.structure is not None:
+        fill_struct(pb.structure, message.structure)
+    if message.chat_context is not None:
+        context_to_proto(message.chat_context, pb.chat_context)
+    if message.tool_result_origin:
+        pb.tool_result_origin.extend(origins_to_proto(message.tool_result_origin))
+    if message.sly_data:
+        fill_struct(pb.sly_data, message.sly_data)
+    for mime in message.mime_data:
+        pb.mime_data.add(mime_type=mime.mime_type, mime_bytes=mime.mime_bytes)
+    return pb
+
+
+def message_from_proto(pb: chat_pb2.ChatMessage) -> ChatMessage:
+    return ChatMessage(
+        type=_MESSAGE_TYPES.get(pb.type, MessageType.UNKNOWN),
+        text=pb.text,
+        origin=origins_from_proto(pb.origin),
+        structure=struct_to_dict(pb.structure) if pb.HasField("structure") else None,
+        chat_context=context_from_proto(pb.chat_context) if pb.HasField("chat_context") else None,
+        tool_result_origin=origins_from_proto(pb.tool_result_origin),
+        sly_data=struct_to_dict(pb.sly_data) if pb.HasField("sly_data") else None,
+    )
+
+
+def request_from_proto(pb: agent_pb2.ChatRequest, metadata: dict[str, str]) -> ChatRequest:
+    maximal = pb.chat_filter.chat_filter_type == agent_pb2.MAXIMAL
+    return ChatRequest(
+        user_text=pb.user_message.text,
+        sly_data=struct_to_dict(pb.sly_data) if pb.HasField("sly_data") else {},
+        chat_context=context_from_proto(pb.chat_context) if pb.HasField("chat_context") else None,
+        chat_filter=ChatFilter.MAXIMAL if maximal else ChatFilter.MINIMAL,
+        metadata=metadata,
+    )
+
+
+def function_to_proto(function: Mapping[str, Any]) -> agent_pb2.FunctionResponse:
+    """The front man's ``function`` dict; keys the proto does not know are dropped."""
+    pb = agent_pb2.FunctionResponse()
+    out = pb.function
+    description = function.get("description")
+    if isinstance(description, str):
+        out.description = description
+    for key in ("parameters", "sly_data_schema", "sly_data_output_schema"):
+        value = function.get(key)
+        if isinstance(value, Mapping):
+            fill_struct(getattr(out, key), value)
+    return pb
+
+
+def connectivity_to_proto(
+    entries: list[ConnectivityEntry], metadata: Mapping[str, Any] | None
+) -> agent_pb2.ConnectivityResponse:
+    pb = agent_pb2.ConnectivityResponse()
+    for entry in entries:
+        info = pb.connectivity_info.add(origin=entry.origin, display_as=entry.display_as)
+        info.tools.extend(entry.tools)
+        if entry.metadata:
+            fill_struct(info.metadata, entry.metadata)
+    if metadata:
+        fill_struct(pb.metadata, metadata)
+    return pb
+
+
+def agents_to_proto(agents: list[AgentInfo]) -> concierge_pb2.ConciergeResponse:
+    pb = concierge_pb2.ConciergeResponse()
+    for agent in agents:
+        pb.agents.add(agent_name=agent.agent_name, description=agent.description, tags=list(agent.tags))
+    return pb

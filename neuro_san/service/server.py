@@ -1,0 +1,144 @@
+"""The agent server: gRPC (AgentService, ConciergeService, health, reflection) and,
+optionally, the HTTP gateway in the same process.
+
+``ServerConfig.from_env()`` reads neuro-san's environment variables; the CLI's flags
+override them. ``AgentServer`` owns everything shared by calls: the network registry,
+the model factory (HTTP sessions), the coded-tool resolver and the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
+from neuro_san.llm.config import LlmFactory
+from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
+from neuro_san.runtime.coded_tools import CodedToolResolver
+from neuro_san.runtime.host import NetworkHost
+from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
+from neuro_san.service.agent_service import AgentRouter
+from neuro_san.service.concierge_service import ConciergeServicer
+
+log = logging.getLogger(__name__)
+
+MiB = 1024 * 1024
+CONCIERGE_SERVICE = concierge_pb2.DESCRIPTOR.services_by_name["ConciergeService"].full_name
+BUNDLED_TOOLS = Path(__file__).resolve().parents[1] / "coded_tools"
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    try:
+        return float(value) if value else default
+    except ValueError:
+        log.warning("ignoring %s=%r: not a number", name, value)
+        return default
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 30011
+    server_name: str = "neuro-san.Agent"
+    manifest_paths: list[Path] = field(default_factory=list)
+    tool_paths: list[Path] = field(default_factory=list)
+    max_message_bytes: int = 16 * MiB
+    forwarded_metadata: tuple[str, ...] = ("request_id", "user_id")
+    keepalive_seconds: float = 0.0
+    manifest_update_seconds: float = 0.0
+    max_concurrent_requests: int = 0
+
+    @classmethod
+    def from_env(cls) -> ServerConfig:
+        env = os.environ
+        tool_paths = [Path(p) for p in env.get("AGENT_TOOL_PATH", "").split(":") if p]
+        forwarded = env.get("AGENT_FORWARDED_REQUEST_METADATA", "request_id user_id")
+        return cls(
+            port=int(_env_float("AGENT_PORT", 30011)),
+            server_name=env.get("AGENT_SERVER_NAME", "neuro-san.Agent") or "neuro-san.Agent",
+            manifest_paths=manifest_paths_from_env(env.get("AGENT_MANIFEST_FILE")),
+            tool_paths=tool_paths,
+            forwarded_metadata=tuple(forwarded.replace(",", " ").split()),
+            keepalive_seconds=_env_float("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", 0.0),
+            manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
+            max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
+        )
+
+
+class AgentServer:
+    """A running gRPC server and everything it shares between calls."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.registry = NetworkRegistry.from_manifests(config.manifest_paths)
+        self.models = LlmFactory()
+        roots = [*config.tool_paths, BUNDLED_TOOLS]
+        self.host = NetworkHost(
+            self.registry,
+            self.models,
+            CodedToolResolver(roots),
+            remote=_remote_factory(),
+            keepalive_seconds=config.keepalive_seconds,
+        )
+        self.health = health.aio.HealthServicer()
+        self.port = 0
+        self._server: grpc.aio.Server | None = None
+        self._watch: asyncio.Task[None] | None = None
+
+    async def start(self) -> int:
+        limit = self.config.max_message_bytes
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", limit),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        server.add_generic_rpc_handlers([AgentRouter(self.host, self.config.forwarded_metadata)])
+        concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(ConciergeServicer(self.host), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            [AGENT_SERVICE, CONCIERGE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+        )
+        self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.config.host}:{self.config.port}")
+        await server.start()
+        self._server = server
+        for name in ("", self.config.server_name):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if self.config.manifest_update_seconds > 0:
+            self._watch = asyncio.create_task(self.registry.watch(self.config.manifest_update_seconds))
+        names = sorted(self.registry.networks())
+        log.info("gRPC listening on %s:%d serving %d networks: %s", self.config.host, self.port, len(names), ", ".join(names))
+        return self.port
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Drain: health NOT_SERVING, refuse new calls, let calls in flight finish."""
+        await self.health.enter_graceful_shutdown()
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._server is not None:
+            await self._server.stop(grace)
+        await self.models.aclose()
+
+    async def wait(self) -> None:
+        if self._server is not None:
+            await self._server.wait_for_termination()
+
+
+def _remote_factory():  # type: ignore[no-untyped-def]
+    """The client library's remote agents, when it is there."""
+    try:
+        from neuro_san.client.remote import remote_agent
+    except ImportError:
+        return None
+    return remote_agent
