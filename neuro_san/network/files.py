@@ -58,6 +58,9 @@ def _parse_hocon(text: str, path: Path) -> Any:
     except Exception as error:  # pyhocon raises pyparsing and its own exception types
         line = getattr(error, "lineno", None)
         message = getattr(error, "msg", None) or str(error)
+        found = getattr(error, "found", None)
+        if found:
+            message = f"{message}, found {found}"
         raise _syntax_error(str(path), message, line) from error
     return to_plain(tree)
 
