@@ -1,0 +1,199 @@
+"""The Anthropic messages wire protocol (``POST {base}/v1/messages``).
+
+Differences from chat completions that this module absorbs:
+
+- The system prompt is a top-level ``system`` field, not a message.
+- Roles must alternate user/assistant. Tool results travel as ``tool_result`` blocks in
+  a *user* message, so consecutive tool results (one per parallel call) are merged into
+  one user message, and any other run of same-role messages is merged the same way.
+- Assistant tool calls are ``tool_use`` blocks whose ``input`` is already an object.
+- ``max_tokens`` is required.
+
+HTTP, retries and errors are :class:`~neuro_san.llm.http.HttpPool`'s; the endpoint
+(URL, ``x-api-key``, ``anthropic-version``) comes from :mod:`neuro_san.llm.config`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neuro_san.llm.errors import LlmMalformedReply
+from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+
+#: The API version header value this adapter speaks.
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+#: Anthropic rejects empty text blocks; an empty user turn is sent as this.
+EMPTY_TEXT = "(empty)"
+
+
+class AnthropicModel:
+    """A :class:`~neuro_san.llm.interface.Model` over Anthropic messages (non-streaming)."""
+
+    def __init__(
+        self,
+        pool: HttpPool,
+        endpoint: Endpoint,
+        model_name: str,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self._pool = pool
+        self._endpoint = endpoint
+        self._model_name = model_name
+        self._temperature = temperature
+        self._max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+
+    @property
+    def provider(self) -> str:
+        return self._endpoint.provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self._model_name!r}, {self._endpoint.url!r})"
+
+    def request_body(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+    ) -> dict[str, Any]:
+        """The JSON body for one call."""
+        system, converted = to_anthropic_messages(messages)
+        body: dict[str, Any] = {
+            "model": self._model_name,
+            "max_tokens": self._max_tokens,
+            "messages": converted,
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": dict(tool.parameters),
+                }
+                for tool in tools
+            ]
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        return body
+
+    async def complete(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        reply = await self._pool.post(
+            self._endpoint,
+            self.request_body(messages, tools),
+            target=f"model {self._model_name!r}",
+        )
+        return parse_anthropic_reply(reply, self._endpoint.provider, self._model_name)
+
+
+def to_anthropic_messages(
+    messages: Sequence[LlmMessage],
+) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)`` for a conversation, with roles strictly alternating."""
+    system_parts: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system_parts.append(message.content)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(system_parts), turns
+
+
+def _blocks(message: LlmMessage) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content or EMPTY_TEXT,
+            }
+        ]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    if message.role == "assistant":
+        blocks.extend(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)}
+            for call in message.tool_calls
+        )
+    elif not blocks:
+        blocks.append({"type": "text", "text": EMPTY_TEXT})
+    return blocks
+
+
+def parse_anthropic_reply(
+    reply: Mapping[str, Any], provider: str, model_name: str
+) -> ModelResponse:
+    """The assistant turn in a messages reply, or LlmMalformedReply."""
+    content = reply.get("content")
+    if not isinstance(content, list):
+        raise LlmMalformedReply("reply has no content list", provider)
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for index, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise LlmMalformedReply(f"content block {index} is not an object", provider)
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            calls.append(_tool_call(index, block, provider))
+        # Other block kinds (thinking, server tools) carry nothing the runtime uses.
+    return ModelResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        usage=_usage(reply.get("usage")),
+        model=str(reply.get("model") or model_name),
+    )
+
+
+def _tool_call(index: int, block: Mapping[str, Any], provider: str) -> ToolCall:
+    name = block.get("name")
+    if not isinstance(name, str):
+        raise LlmMalformedReply(f"tool_use block {index} has no name", provider)
+    call_id = str(block.get("id") or f"toolu_{index}")
+    tool_input = block.get("input")
+    if isinstance(tool_input, Mapping):
+        return ToolCall(call_id, name, dict(tool_input), json.dumps(tool_input))
+    raw = json.dumps(tool_input)
+    kind = type(tool_input).__name__
+    return ToolCall(call_id, name, {}, raw, f"tool input must be a JSON object, got {kind}")
+
+
+def _usage(usage: Any) -> Usage:
+    if not isinstance(usage, Mapping):
+        return Usage()
+
+    def tokens(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    # Cached input is still input the request consumed.
+    prompt = (
+        tokens("input_tokens")
+        + tokens("cache_creation_input_tokens")
+        + tokens("cache_read_input_tokens")
+    )
+    return Usage(prompt, tokens("output_tokens"))

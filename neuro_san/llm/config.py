@@ -1,0 +1,441 @@
+"""From an agent's ``llm_config`` to a shared :class:`~neuro_san.llm.interface.Model`.
+
+This is the *provider* layer: it knows each vendor's base URL, auth header, environment
+variables and config keys, and produces an :class:`~neuro_san.llm.http.Endpoint` for a
+wire-protocol adapter (:mod:`~neuro_san.llm.openai_chat`, :mod:`~neuro_san.llm.anthropic`).
+
+Resolution follows neuro-san's ``llm_config`` conventions:
+
+``class``
+    ``openai``, ``azure-openai``, ``anthropic``, ``ollama`` or ``scripted`` (the offline
+    model in :mod:`neuro_san.llm.scripted`). Without it the provider is inferred from
+    ``model_name``: ``gpt-*``, ``chatgpt-*``, ``o1``/``o3``/``o4`` (and ``-*``) are
+    OpenAI, ``claude-*`` is Anthropic. An empty ``llm_config`` means OpenAI
+    ``gpt-4o`` (:data:`DEFAULT_OPENAI_MODEL`).
+``model_name``, ``temperature``, ``max_tokens``
+    Passed to the provider (``temperature`` only when set; Anthropic's ``max_tokens``
+    defaults to 4096 because the API requires one).
+``openai_api_key`` / env ``OPENAI_API_KEY``;
+``openai_api_base`` or ``base_url`` / env ``OPENAI_API_BASE``
+    OpenAI or any OpenAI-compatible server (vLLM, llama.cpp, LM Studio…). A key is
+    required unless the base URL is local (localhost, 127.0.0.1, ::1).
+``openai_organization``
+    Sent as ``OpenAI-Organization``.
+``anthropic_api_key`` / env ``ANTHROPIC_API_KEY``;
+``anthropic_api_url`` / env ``ANTHROPIC_BASE_URL``
+    Anthropic (default ``https://api.anthropic.com``).
+Azure OpenAI (``class: azure-openai``)
+    endpoint from ``azure_endpoint`` / ``openai_api_base`` / env ``AZURE_OPENAI_ENDPOINT``;
+    deployment from ``deployment_name`` / ``azure_deployment`` / env
+    ``AZURE_OPENAI_DEPLOYMENT_NAME`` / ``model_name``; version from
+    ``openai_api_version`` / ``api_version`` / env ``OPENAI_API_VERSION``; key from
+    ``openai_api_key`` / env ``AZURE_OPENAI_API_KEY`` (``api-key`` header), or a bearer
+    token from env ``AZURE_OPENAI_AD_TOKEN``.
+Ollama (``class: ollama``)
+    ``base_url`` / ``openai_api_base``, default ``http://localhost:11434/v1`` (``/v1`` is
+    appended when missing, since Ollama's OpenAI-compatible API lives there); no key.
+``max_attempts`` (default 3; or neuro-san's ``max_retries`` + 1);
+``request_timeout`` / ``timeout``
+    Attempts per call and seconds per attempt (default 120).
+
+Other keys (``use_responses_api``, ``verbose``, ``streaming``…) are accepted and ignored,
+with one debug log per key. A key set to the string ``"sly_data"`` (neuro-san's
+bring-your-own-key) is not supported yet and is a ConfigurationError.
+
+``AGENT_LLM_OVERRIDE`` (env, a JSON object) is overlaid on every llm_config by
+:class:`LlmFactory`, so any network can be pointed at a chosen endpoint and model without
+editing files, scripted agents included.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from neuro_san.core.errors import ConfigurationError
+from neuro_san.llm.anthropic import ANTHROPIC_VERSION, AnthropicModel
+from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.interface import Model
+from neuro_san.llm.openai_chat import OpenAIChatModel
+
+logger = logging.getLogger(__name__)
+
+OVERRIDE_ENV = "AGENT_LLM_OVERRIDE"
+PROVIDERS = ("openai", "azure-openai", "anthropic", "ollama", "scripted")
+DEFAULT_OPENAI_MODEL = "gpt-4o"
+OPENAI_BASE = "https://api.openai.com/v1"
+ANTHROPIC_BASE = "https://api.anthropic.com"
+OLLAMA_BASE = "http://localhost:11434/v1"
+AZURE_API_VERSION = "2024-10-21"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_ATTEMPTS = 3
+
+_CLASS_ALIASES = {"azure_openai": "azure-openai", "azure": "azure-openai"}
+_OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o[134]($|-))", re.IGNORECASE)
+_ANTHROPIC_MODEL = re.compile(r"^claude-", re.IGNORECASE)
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+KNOWN_KEYS = frozenset(
+    {
+        "class", "model_name", "temperature", "max_tokens", "max_attempts", "max_retries",
+        "request_timeout", "timeout", "openai_api_key", "openai_api_base", "base_url",
+        "openai_organization", "anthropic_api_key", "anthropic_api_url", "azure_endpoint",
+        "deployment_name", "azure_deployment", "openai_api_version", "api_version",
+    }
+)  # fmt: skip
+_unknown_keys_logged: set[str] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedConfig:
+    """Everything needed to build a model; hashable, so it keys the model cache.
+
+    Secrets live only in ``headers``, which is hidden from ``repr``.
+    """
+
+    provider: str
+    model_name: str
+    url: str = ""
+    base_url: str = ""
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    key_source: str = ""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    #: For ``scripted``: the whole llm_config as canonical JSON (it defines the model).
+    scripted_config: str = ""
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            provider=self.provider,
+            url=self.url,
+            base_url=self.base_url,
+            headers=dict(self.headers),
+            key_source=self.key_source,
+            timeout=self.timeout,
+            max_attempts=self.max_attempts,
+        )
+
+
+def resolve_llm_config(
+    llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> ResolvedConfig:
+    """Resolve an (already merged) llm_config against ``env`` (default ``os.environ``).
+
+    Raises:
+        ConfigurationError: no known provider, a missing API key or endpoint, an invalid
+            number, or a ``"sly_data"`` key. The message names the key or env var to fix.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    config = dict(llm_config)
+    for key, value in config.items():
+        if isinstance(value, str) and value.strip().lower() == "sly_data":
+            raise ConfigurationError(
+                f'llm_config key {key!r} is "sly_data" (keys from the request\'s sly_data); '
+                "this is not supported yet: set the key in llm_config or the environment"
+            )
+    _log_unknown_keys(config)
+    provider = _provider_of(config)
+    if provider == "scripted":
+        return ResolvedConfig(
+            provider="scripted",
+            model_name=str(config.get("model_name") or "scripted"),
+            scripted_config=json.dumps(config, sort_keys=True, default=str),
+        )
+    common: dict[str, Any] = {
+        "temperature": _number(config, "temperature", float),
+        "max_tokens": _number(config, "max_tokens", int),
+        "timeout": _timeout(config),
+        "max_attempts": _max_attempts(config),
+    }
+    if provider == "anthropic":
+        return _resolve_anthropic(config, environ, common)
+    if provider == "azure-openai":
+        return _resolve_azure(config, environ, common)
+    return _resolve_openai_compatible(provider, config, environ, common)
+
+
+def _provider_of(config: Mapping[str, Any]) -> str:
+    declared = config.get("class")
+    if declared:
+        name = str(declared).strip().lower()
+        name = _CLASS_ALIASES.get(name, name)
+        if name not in PROVIDERS:
+            raise ConfigurationError(
+                f"llm_config 'class' {declared!r} is not supported; use one of "
+                f"{', '.join(PROVIDERS)} (any OpenAI-compatible server works as 'openai' "
+                "with 'openai_api_base')"
+            )
+        return name
+    model_name = str(config.get("model_name") or "")
+    if not model_name or _OPENAI_MODEL.match(model_name):
+        return "openai"
+    if _ANTHROPIC_MODEL.match(model_name):
+        return "anthropic"
+    raise ConfigurationError(
+        f"llm_config 'model_name' {model_name!r} does not say which provider serves it; "
+        f"add 'class' ({', '.join(PROVIDERS)})"
+    )
+
+
+def _resolve_openai_compatible(
+    provider: str, config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]
+) -> ResolvedConfig:
+    if provider == "ollama":
+        base = _first(config, "base_url", "openai_api_base") or OLLAMA_BASE
+        base = base.rstrip("/")
+        if not base.endswith("/v1"):
+            base += "/v1"
+        key, key_source = _first(config, "openai_api_key"), "llm_config 'openai_api_key'"
+        model_name = _required_model(config, provider)
+    else:
+        base = (
+            _first(config, "openai_api_base", "base_url")
+            or env.get("OPENAI_API_BASE")
+            or OPENAI_BASE
+        ).rstrip("/")
+        key = _first(config, "openai_api_key") or env.get("OPENAI_API_KEY", "")
+        key_source = "the OPENAI_API_KEY environment variable (or llm_config 'openai_api_key')"
+        model_name = str(config.get("model_name") or DEFAULT_OPENAI_MODEL)
+        if not key and not _is_local(base):
+            raise ConfigurationError(
+                f"no OpenAI API key for model {model_name!r} at {base}: set {key_source}"
+            )
+    headers = [("Authorization", f"Bearer {key}")] if key else []
+    organization = _first(config, "openai_organization")
+    if organization:
+        headers.append(("OpenAI-Organization", organization))
+    return ResolvedConfig(
+        provider=provider,
+        model_name=model_name,
+        url=f"{base}/chat/completions",
+        base_url=base,
+        headers=tuple(headers),
+        key_source=key_source,
+        **common,
+    )
+
+
+def _resolve_azure(
+    config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]
+) -> ResolvedConfig:
+    endpoint = _first(config, "azure_endpoint", "openai_api_base") or env.get(
+        "AZURE_OPENAI_ENDPOINT", ""
+    )
+    if not endpoint:
+        raise ConfigurationError(
+            "azure-openai needs an endpoint: set the AZURE_OPENAI_ENDPOINT environment "
+            "variable (or llm_config 'azure_endpoint')"
+        )
+    deployment = (
+        _first(config, "deployment_name", "azure_deployment")
+        or env.get("AZURE_OPENAI_DEPLOYMENT_NAME")
+        or str(config.get("model_name") or "")
+    )
+    if not deployment:
+        raise ConfigurationError(
+            "azure-openai needs a deployment: set AZURE_OPENAI_DEPLOYMENT_NAME (or llm_config "
+            "'deployment_name' or 'model_name')"
+        )
+    version = (
+        _first(config, "openai_api_version", "api_version")
+        or env.get("OPENAI_API_VERSION")
+        or AZURE_API_VERSION
+    )
+    key = _first(config, "openai_api_key") or env.get("AZURE_OPENAI_API_KEY", "")
+    key_source = "the AZURE_OPENAI_API_KEY environment variable (or llm_config 'openai_api_key')"
+    if key:
+        headers = (("api-key", key),)
+    elif env.get("AZURE_OPENAI_AD_TOKEN"):
+        headers = (("Authorization", f"Bearer {env['AZURE_OPENAI_AD_TOKEN']}"),)
+        key_source = "the AZURE_OPENAI_AD_TOKEN environment variable"
+    else:
+        raise ConfigurationError(f"no Azure OpenAI API key: set {key_source}")
+    base = endpoint.rstrip("/")
+    return ResolvedConfig(
+        provider="azure-openai",
+        model_name=str(config.get("model_name") or deployment),
+        url=f"{base}/openai/deployments/{deployment}/chat/completions?api-version={version}",
+        base_url=base,
+        headers=headers,
+        key_source=key_source,
+        **common,
+    )
+
+
+def _resolve_anthropic(
+    config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]
+) -> ResolvedConfig:
+    base = (
+        _first(config, "anthropic_api_url", "base_url")
+        or env.get("ANTHROPIC_BASE_URL")
+        or ANTHROPIC_BASE
+    ).rstrip("/")
+    model_name = _required_model(config, "anthropic")
+    key = _first(config, "anthropic_api_key") or env.get("ANTHROPIC_API_KEY", "")
+    key_source = "the ANTHROPIC_API_KEY environment variable (or llm_config 'anthropic_api_key')"
+    if not key and not _is_local(base):
+        raise ConfigurationError(
+            f"no Anthropic API key for model {model_name!r} at {base}: set {key_source}"
+        )
+    headers = [("anthropic-version", ANTHROPIC_VERSION)]
+    if key:
+        headers.append(("x-api-key", key))
+    # The SDK's base URL has no /v1; tolerate one written by habit.
+    path = "/messages" if base.endswith("/v1") else "/v1/messages"
+    return ResolvedConfig(
+        provider="anthropic",
+        model_name=model_name,
+        url=base + path,
+        base_url=base,
+        headers=tuple(headers),
+        key_source=key_source,
+        **common,
+    )
+
+
+def _first(config: Mapping[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = config.get(key)
+        if value is not None and str(value).strip():
+            return str(value).strip()
+    return ""
+
+
+def _required_model(config: Mapping[str, Any], provider: str) -> str:
+    model_name = _first(config, "model_name")
+    if not model_name:
+        raise ConfigurationError(f"llm_config for {provider!r} needs 'model_name'")
+    return model_name
+
+
+def _is_local(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").lower() in _LOCAL_HOSTS
+
+
+def _number(config: Mapping[str, Any], key: str, kind: type[int] | type[float]) -> Any:
+    value = config.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError(value)
+        number = kind(value)
+        if kind is int and number != float(value):
+            raise ValueError(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(
+            f"llm_config {key!r} must be {'an integer' if kind is int else 'a number'}, "
+            f"got {value!r}"
+        ) from None
+    if number < 0:
+        raise ConfigurationError(f"llm_config {key!r} must not be negative, got {value!r}")
+    return number
+
+
+def _timeout(config: Mapping[str, Any]) -> float:
+    key = "request_timeout" if config.get("request_timeout") is not None else "timeout"
+    value = _number(config, key, float)
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if value <= 0:
+        raise ConfigurationError(f"llm_config {key!r} must be positive, got {value!r}")
+    return float(value)
+
+
+def _max_attempts(config: Mapping[str, Any]) -> int:
+    attempts = _number(config, "max_attempts", int)
+    if attempts is None:
+        retries = _number(config, "max_retries", int)
+        return DEFAULT_MAX_ATTEMPTS if retries is None else int(retries) + 1
+    if attempts < 1:
+        raise ConfigurationError(f"llm_config 'max_attempts' must be at least 1, got {attempts}")
+    return int(attempts)
+
+
+def _log_unknown_keys(config: Mapping[str, Any]) -> None:
+    unknown = sorted(set(config) - KNOWN_KEYS - _unknown_keys_logged)
+    if unknown:
+        _unknown_keys_logged.update(unknown)
+        logger.debug("llm_config keys ignored by this server: %s", ", ".join(unknown))
+
+
+def parse_override(text: str | None) -> dict[str, Any]:
+    """The ``AGENT_LLM_OVERRIDE`` JSON object (empty when unset)."""
+    if not text or not text.strip():
+        return {}
+    try:
+        override = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigurationError(f"{OVERRIDE_ENV} is not valid JSON: {error.msg}") from None
+    if not isinstance(override, dict):
+        raise ConfigurationError(f"{OVERRIDE_ENV} must be a JSON object")
+    return override
+
+
+def apply_override(llm_config: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``llm_config`` with ``override`` laid over it.
+
+    When the override names a ``class`` or ``model_name``, the agent's own ``class`` is
+    dropped first, so the override decides the provider (``class: scripted`` included).
+    """
+    merged = dict(llm_config)
+    if "class" in override or "model_name" in override:
+        merged.pop("class", None)
+    merged.update(override)
+    return merged
+
+
+class LlmFactory:
+    """The :class:`~neuro_san.llm.interface.ModelFactory` of the server.
+
+    Models are cached per :class:`ResolvedConfig`, so agents with the same effective
+    configuration share one model, and all models share one :class:`HttpPool`.
+    """
+
+    def __init__(self, *, env: Mapping[str, str] | None = None, pool: HttpPool | None = None):
+        """``env`` defaults to a snapshot of ``os.environ`` (``AGENT_LLM_OVERRIDE`` included)."""
+        self._env: dict[str, str] = dict(os.environ if env is None else env)
+        self._override = parse_override(self._env.get(OVERRIDE_ENV))
+        self._pool = pool or HttpPool()
+        self._models: dict[ResolvedConfig, Model] = {}
+
+    @property
+    def pool(self) -> HttpPool:
+        return self._pool
+
+    def create(self, llm_config: Mapping[str, Any]) -> Model:
+        """The shared model for ``llm_config`` (after ``AGENT_LLM_OVERRIDE``)."""
+        merged = apply_override(llm_config, self._override)
+        resolved = resolve_llm_config(merged, self._env)
+        model = self._models.get(resolved)
+        if model is None:
+            model = self._build(resolved, merged)
+            self._models[resolved] = model
+        return model
+
+    def _build(self, resolved: ResolvedConfig, merged: Mapping[str, Any]) -> Model:
+        if resolved.provider == "scripted":
+            # Imported here: the scripted model is optional for servers with real LLMs.
+            from neuro_san.llm.scripted import ScriptedModel
+
+            model: Model = ScriptedModel.from_config(merged)
+            return model
+        adapter = AnthropicModel if resolved.provider == "anthropic" else OpenAIChatModel
+        return adapter(
+            self._pool,
+            resolved.endpoint(),
+            resolved.model_name,
+            temperature=resolved.temperature,
+            max_tokens=resolved.max_tokens,
+        )
+
+    async def aclose(self) -> None:
+        """Close the shared HTTP sessions."""
+        await self._pool.aclose()

@@ -1,0 +1,319 @@
+"""The HTTP edge of every LLM adapter: shared sessions, retries, and error translation.
+
+Every provider adapter sends one JSON POST per model turn through :meth:`HttpPool.post_json`.
+Doing that in one place gives three guarantees the adapters need not repeat:
+
+- **Shared connections.** One ``aiohttp.ClientSession`` per (provider, base URL), created
+  lazily on the running loop and reused by every request, so TLS handshakes and
+  keep-alive connections are amortised across agents and chats.
+- **Retries.** 429, 5xx and connection failures are retried with exponential backoff and
+  full jitter, honouring ``Retry-After`` (see :mod:`neuro_san.llm.retry`), never more than
+  ``max_attempts`` attempts in total. Timeouts apply per attempt and are *not* retried: a
+  provider that stalled for the whole timeout is unlikely to answer the next attempt
+  sooner, and the chat's own deadline is the better judge of how long to keep trying.
+- **One error vocabulary.** Whatever went wrong leaves as a :mod:`neuro_san.llm.errors`
+  exception, translated exactly once, here. Messages never contain API keys (secret
+  header values are scrubbed from provider excerpts) and logs never contain request
+  bodies (they hold user text) or headers.
+
+Cancellation is never caught: a cancelled request makes aiohttp close its connection, so
+a client that goes away stops the provider's work (and the spend) at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from neuro_san.llm.errors import (
+    LlmAuthError,
+    LlmConnectionError,
+    LlmError,
+    LlmHttpError,
+    LlmMalformedReply,
+    LlmNotFound,
+    LlmRateLimited,
+    LlmTimeout,
+)
+from neuro_san.llm.retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
+
+logger = logging.getLogger(__name__)
+
+#: Request headers whose values are secrets and must never appear in messages.
+SECRET_HEADERS: frozenset[str] = frozenset({"authorization", "x-api-key", "api-key"})
+#: Longest provider error excerpt copied into an exception message.
+EXCERPT_CHARS = 300
+_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_-]{2})[A-Za-z0-9_\-*.]{4,}")
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``: the part connections are pooled by."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its query string, which some gateways use for keys."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and how one configured model is called: the provider layer's output.
+
+    The wire-protocol adapters (chat completions, messages) take an Endpoint and never
+    look at environment variables or config keys themselves.
+    """
+
+    #: Short provider name: ``openai``, ``azure-openai``, ``ollama``, ``anthropic``.
+    provider: str
+    #: The full URL posted to.
+    url: str
+    #: The configured base URL, which keys the shared session.
+    base_url: str
+    #: Headers sent with every request, auth included (hidden from repr).
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: Where the API key comes from, for the message of a 401/403.
+    key_source: str = ""
+    #: Seconds allowed for each attempt.
+    timeout: float = 120.0
+    #: Total attempts, the first one included.
+    max_attempts: int = 3
+
+
+class HttpPool:
+    """Shared HTTP sessions for LLM providers, with retrying JSON POSTs.
+
+    One pool serves the whole process (the model factory owns it); call :meth:`aclose`
+    on shutdown. Sessions belong to the loop they were created on: a pool used from a
+    new loop (tests running ``asyncio.run`` repeatedly) makes fresh sessions there.
+    """
+
+    def __init__(
+        self,
+        *,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 8.0,
+        retry_after_cap: float = 30.0,
+        connection_limit: int = 256,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._backoff = RetryPolicy(
+            backoff_base=backoff_base, backoff_cap=backoff_cap, retry_after_cap=retry_after_cap
+        )
+        self._connection_limit = connection_limit
+        self._rng = rng or random.Random()
+        self._sessions: dict[
+            tuple[str, str], tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]
+        ] = {}
+
+    @property
+    def session_count(self) -> int:
+        """How many sessions are open (for tests and metrics)."""
+        return sum(1 for _, session in self._sessions.values() if not session.closed)
+
+    def session(self, provider: str, base_url: str) -> aiohttp.ClientSession:
+        """The shared session for ``(provider, base_url)``, created on first use.
+
+        Must be called from a coroutine (it binds the session to the running loop).
+        """
+        loop = asyncio.get_running_loop()
+        key = (provider, base_url)
+        entry = self._sessions.get(key)
+        if entry is not None and entry[0] is loop and not entry[1].closed:
+            return entry[1]
+        # A session from a finished loop cannot be closed from here; dropping it is all
+        # that is left to do.
+        connector = aiohttp.TCPConnector(limit=self._connection_limit)
+        session = aiohttp.ClientSession(connector=connector, trust_env=True)
+        self._sessions[key] = (loop, session)
+        return session
+
+    async def aclose(self) -> None:
+        """Close every session that belongs to the running loop."""
+        loop = asyncio.get_running_loop()
+        entries, self._sessions = list(self._sessions.values()), {}
+        for session_loop, session in entries:
+            if session_loop is loop and not session.closed:
+                await session.close()
+
+    async def post(
+        self, endpoint: Endpoint, payload: Mapping[str, Any], *, target: str = ""
+    ) -> dict[str, Any]:
+        """:meth:`post_json` to ``endpoint`` with its headers, timeout and attempts."""
+        return await self.post_json(
+            endpoint.url,
+            endpoint.headers,
+            payload,
+            timeout=endpoint.timeout,
+            max_attempts=endpoint.max_attempts,
+            provider=endpoint.provider,
+            base_url=endpoint.base_url,
+            key_source=endpoint.key_source,
+            target=target,
+        )
+
+    async def post_json(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        payload: Mapping[str, Any],
+        *,
+        # Per attempt, so asyncio.timeout around the call could not express it.
+        timeout: float,  # noqa: ASYNC109
+        max_attempts: int,
+        provider: str,
+        base_url: str | None = None,
+        key_source: str = "",
+        target: str = "",
+    ) -> dict[str, Any]:
+        """POST ``payload`` as JSON and return the decoded JSON object of the reply.
+
+        Args:
+            url: the full endpoint URL.
+            headers: request headers, including the provider's auth header.
+            payload: the JSON body.
+            timeout: seconds allowed for each attempt (connect, send, and read the reply).
+            max_attempts: total attempts, first one included (at least 1).
+            provider: short provider name, used in messages, logs and the session key.
+            base_url: the configured base the session is keyed by (default: the URL's origin).
+            key_source: where the API key comes from, for the 401/403 message
+                (for example ``"OPENAI_API_KEY (or llm_config 'openai_api_key')"``).
+            target: what was asked for, for the 404 message (for example a model name).
+
+        Raises:
+            LlmError: one of its subclasses, as listed in :mod:`neuro_san.llm.errors`.
+        """
+        session = self.session(provider, base_url or origin_of(url))
+        secrets = [v for k, v in headers.items() if k.lower() in SECRET_HEADERS and v]
+        attempts = max(1, max_attempts)
+        client_timeout = aiohttp.ClientTimeout(total=timeout)
+        where = redact_url(url)
+        for attempt in range(1, attempts + 1):
+            failure: LlmError
+            try:
+                async with session.post(
+                    url, json=payload, headers=dict(headers), timeout=client_timeout
+                ) as response:
+                    body = await response.read()
+                    status = response.status
+                    retry_after = parse_retry_after(response.headers)
+                    content_type = response.headers.get("content-type", "")
+            except TimeoutError as error:
+                raise LlmTimeout(f"no reply from {where} within {timeout:g}s", provider) from error
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+                failure = LlmConnectionError(
+                    f"connection to {where} failed: {type(error).__name__}", provider
+                )
+                failure.__cause__ = error
+                status, retry_after = 0, None
+            else:
+                if 200 <= status < 300:
+                    return _decode_object(body, content_type, where, provider)
+                failure = _http_failure(
+                    status, body, retry_after, secrets, provider, where, key_source, target
+                )
+            retryable = status == 0 or status in RETRYABLE_STATUSES
+            if not retryable or attempt == attempts:
+                raise failure
+            delay = self._backoff.delay(attempt, retry_after, self._rng)
+            logger.warning(
+                "%s: %s from %s; retrying in %.2fs (attempt %d of %d)",
+                provider,
+                f"HTTP {status}" if status else "connection failure",
+                where,
+                delay,
+                attempt + 1,
+                attempts,
+            )
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _decode_object(body: bytes, content_type: str, where: str, provider: str) -> dict[str, Any]:
+    """The JSON object in a success reply, or LlmMalformedReply."""
+    try:
+        decoded = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise LlmMalformedReply(
+            f"reply from {where} is not JSON (content-type {content_type or 'missing'!r}): "
+            f"{_excerpt_text(body, [])!r}",
+            provider,
+        ) from error
+    if not isinstance(decoded, dict):
+        raise LlmMalformedReply(
+            f"reply from {where} is JSON but not an object: {type(decoded).__name__}", provider
+        )
+    return decoded
+
+
+def _http_failure(
+    status: int,
+    body: bytes,
+    retry_after: float | None,
+    secrets: list[str],
+    provider: str,
+    where: str,
+    key_source: str,
+    target: str,
+) -> LlmHttpError:
+    """The exception for a non-success reply (raised by the caller once retries are over)."""
+    detail = _provider_message(body, secrets)
+    suffix = f": {detail}" if detail else ""
+    if status in (401, 403):
+        hint = f"; check {key_source}" if key_source else ""
+        return LlmAuthError(
+            f"the API key was rejected (HTTP {status} from {where}){hint}{suffix}",
+            provider,
+            status,
+        )
+    if status == 404:
+        what = target or "the endpoint"
+        return LlmNotFound(f"{what} not found (HTTP 404 from {where}){suffix}", provider, status)
+    if status == 429:
+        return LlmRateLimited(
+            f"rate limited (HTTP 429 from {where}) after all retries{suffix}",
+            provider,
+            status,
+            retry_after,
+        )
+    return LlmHttpError(f"HTTP {status} from {where}{suffix}", provider, status, retry_after)
+
+
+def _provider_message(body: bytes, secrets: list[str]) -> str:
+    """A short, key-free excerpt of the provider's error message."""
+    try:
+        decoded = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _excerpt_text(body, secrets)
+    message: Any = decoded
+    if isinstance(decoded, dict):
+        # OpenAI and Anthropic: {"error": {"message": ...}}; others: {"error": "..."} or
+        # {"message": ...}.
+        error = decoded.get("error", decoded)
+        message = error.get("message", error) if isinstance(error, dict) else error
+    text = message if isinstance(message, str) else json.dumps(message)
+    return _excerpt_text(text.encode(), secrets)
+
+
+def _excerpt_text(body: bytes, secrets: list[str]) -> str:
+    text = " ".join(body.decode("utf-8", errors="replace").split())
+    for secret in secrets:
+        # "Bearer sk-…": scrub the token as well as the whole value.
+        for value in {secret, secret.split(" ", 1)[-1]}:
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+    text = _KEY_LIKE.sub(r"\1***", text)
+    if len(text) > EXCERPT_CHARS:
+        text = text[:EXCERPT_CHARS] + "…"
+    return text

@@ -1,0 +1,204 @@
+"""The OpenAI chat-completions wire protocol (``POST {base}/chat/completions``).
+
+One adapter serves every endpoint that speaks this protocol: OpenAI itself, Azure
+OpenAI, Ollama, vLLM, llama.cpp, LM Studio… Which one, and how to authenticate, is the
+provider layer's business (:mod:`neuro_san.llm.config` builds the
+:class:`~neuro_san.llm.http.Endpoint`); this module only converts messages to the wire
+format and replies back, and leaves HTTP to :class:`~neuro_san.llm.http.HttpPool`.
+
+The converters are pure module functions so they can be tested without a server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neuro_san.llm.errors import LlmMalformedReply
+from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+
+
+class OpenAIChatModel:
+    """A :class:`~neuro_san.llm.interface.Model` over chat completions (non-streaming).
+
+    Instances are immutable and shared by concurrent requests.
+    """
+
+    def __init__(
+        self,
+        pool: HttpPool,
+        endpoint: Endpoint,
+        model_name: str,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self._pool = pool
+        self._endpoint = endpoint
+        self._model_name = model_name
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+
+    @property
+    def provider(self) -> str:
+        return self._endpoint.provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel({self._model_name!r}, {self._endpoint.url!r})"
+
+    def request_body(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+    ) -> dict[str, Any]:
+        """The JSON body for one call."""
+        body: dict[str, Any] = {
+            "model": self._model_name,
+            "messages": to_openai_messages(messages),
+            "stream": False,
+        }
+        if tools:
+            body["tools"] = [to_openai_tool(tool) for tool in tools]
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        if self._max_tokens is not None:
+            body["max_tokens"] = self._max_tokens
+        return body
+
+    async def complete(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        reply = await self._pool.post(
+            self._endpoint,
+            self.request_body(messages, tools),
+            target=f"model {self._model_name!r}",
+        )
+        return parse_openai_reply(reply, self._endpoint.provider, self._model_name)
+
+
+def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": dict(tool.parameters),
+        },
+    }
+
+
+def to_openai_messages(messages: Sequence[LlmMessage]) -> list[dict[str, Any]]:
+    """The ``messages`` array for a conversation."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            converted.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id or "",
+                    "content": message.content,
+                }
+            )
+            continue
+        entry: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.name:
+            entry["name"] = message.name
+        if message.role == "assistant" and message.tool_calls:
+            # Null content, not "", is what the API documents for a pure tool-call turn.
+            entry["content"] = message.content or None
+            entry["tool_calls"] = [_tool_call_to_wire(call) for call in message.tool_calls]
+        converted.append(entry)
+    return converted
+
+
+def _tool_call_to_wire(call: ToolCall) -> dict[str, Any]:
+    # Echo what the model sent when it was valid; otherwise send what we used ({}), since
+    # some OpenAI-compatible servers reject a history holding invalid JSON.
+    arguments = (
+        call.raw_arguments
+        if call.raw_arguments and call.arguments_error is None
+        else (json.dumps(dict(call.arguments)))
+    )
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def parse_tool_arguments(raw: Any) -> tuple[Mapping[str, Any], str, str | None]:
+    """``(arguments, raw_arguments, arguments_error)`` for a tool call's arguments.
+
+    The protocol sends a JSON string; a few compatible servers send the object itself.
+    An empty string means "no arguments". Anything that is not a JSON object gives
+    ``{}`` and an error the runtime can show the model.
+    """
+    if isinstance(raw, Mapping):
+        return dict(raw), json.dumps(raw), None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, "" if raw is None else raw, None
+    if not isinstance(raw, str):
+        return {}, json.dumps(raw), f"arguments must be a JSON object, got {type(raw).__name__}"
+    try:
+        decoded = json.loads(raw)
+    except json.JSONDecodeError as error:
+        return {}, raw, f"arguments are not valid JSON: {error.msg} at position {error.pos}"
+    if not isinstance(decoded, dict):
+        kind = "an array" if isinstance(decoded, list) else type(decoded).__name__
+        return {}, raw, f"arguments must be a JSON object, got {kind}"
+    return decoded, raw, None
+
+
+def parse_openai_reply(reply: Mapping[str, Any], provider: str, model_name: str) -> ModelResponse:
+    """The assistant turn in a chat-completions reply, or LlmMalformedReply."""
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise LlmMalformedReply("reply has no choices", provider)
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        raise LlmMalformedReply("reply's first choice has no message", provider)
+    return ModelResponse(
+        text=_content_text(message.get("content")),
+        tool_calls=tuple(
+            _parse_tool_call(index, call, provider)
+            for index, call in enumerate(message.get("tool_calls") or ())
+        ),
+        usage=_usage(reply.get("usage")),
+        model=str(reply.get("model") or model_name),
+    )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        # Some compatible servers answer with content parts.
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
+
+
+def _parse_tool_call(index: int, call: Any, provider: str) -> ToolCall:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise LlmMalformedReply(f"tool call {index} has no function name", provider)
+    arguments, raw, error = parse_tool_arguments(function.get("arguments"))
+    call_id = call.get("id") or f"call_{index}"
+    return ToolCall(str(call_id), function["name"], arguments, raw, error)
+
+
+def _usage(usage: Any) -> Usage:
+    if not isinstance(usage, Mapping):
+        return Usage()
+    return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
