@@ -11,8 +11,8 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from neuro_san.api.grpc import agent_pb2, chat_pb2
+
 from tests.support import grpc_calls as calls
 from tests.support.servers import BUNDLED_MANIFEST, ServerProcess, start_server
 
@@ -202,7 +202,9 @@ def test_grpcurl_lists_services_and_chats(server: ServerProcess) -> None:
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
     }
-    described = _grpcurl("-plaintext", server.grpc_target, "describe", "dev.cognizant_ai.neuro_san.api.grpc.agent.ChatRequest")
+    described = _grpcurl(
+        "-plaintext", server.grpc_target, "describe", "dev.cognizant_ai.neuro_san.api.grpc.agent.ChatRequest"
+    )
     assert "user_message = 4" in described.stdout, described.stderr
     chat = _grpcurl(
         "-plaintext", "-H", "agent-name: hello_world",
@@ -220,7 +222,8 @@ def test_broken_network_is_refused_and_the_rest_serve(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text(json.dumps({"echo.hocon": True, "broken.hocon": True, "lost.json": True}))
     with start_server(manifest=tmp_path / "manifest.json") as running:
         with grpc.insecure_channel(running.grpc_target) as chan:
-            assert calls.streaming_chat(chan, "echo", calls.chat_request("still here"))[-1].response.text == "still here"
+            final = calls.streaming_chat(chan, "echo", calls.chat_request("still here"))[-1].response
+            assert final.text == "still here"
             with pytest.raises(grpc.RpcError) as info:
                 calls.function(chan, "lost", qualified=True)
             assert info.value.code() == grpc.StatusCode.NOT_FOUND

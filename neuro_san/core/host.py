@@ -33,9 +33,11 @@ class AgentHost(Protocol):
         """The public networks, sorted by name."""
         ...
 
-    def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage]:
+    def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
         """Run one turn. Yields the messages the request's filter lets through, the last
         being the AGENT_FRAMEWORK answer; raises a NeuroSanError when the turn fails.
+        ``None`` stands for "an empty response": a request with no user text gets
+        exactly one, at once, and no LLM is called (as upstream).
         Closing the iterator (or cancelling its consumer) cancels all the turn's work.
         Raises AgentNotFound before yielding anything for an unknown agent."""
         ...

@@ -8,6 +8,7 @@ for protobuf, and keeps the core free of transport concerns.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -130,7 +131,7 @@ class ConnectivityEntry:
     origin: str
     tools: tuple[str, ...]
     display_as: str
-    metadata: dict[str, Any] | None = None
+    metadata: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

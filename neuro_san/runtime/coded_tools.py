@@ -105,6 +105,15 @@ def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _result_text(result: Any) -> str:
+    """A tool's result as the text the model sees: JSON for dicts and lists."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, (dict, list)):
+        return json.dumps(_json_safe(result), ensure_ascii=False)
+    return str(result)
+
+
 async def run_coded_tool(
     ctx: RequestContext, agent: AgentSpec, origin: OriginPath, arguments: Mapping[str, Any]
 ) -> str:
@@ -127,7 +136,7 @@ async def run_coded_tool(
         except NotImplementedError:
             # A sync-only tool runs in a worker thread so the loop never blocks.
             result = await asyncio.to_thread(tool.invoke, args, ctx.sly_data)
-        text = result if isinstance(result, str) else json.dumps(_json_safe(result)) if isinstance(result, (dict, list)) else str(result)
+        text = _result_text(result)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the model is told, and carries on

@@ -29,7 +29,7 @@ class RemoteAgent(Protocol):
 
     async def function(self) -> Mapping[str, Any]: ...
 
-    def chat(self, request: ChatRequest) -> AsyncIterator[ChatMessage]: ...
+    def chat(self, request: ChatRequest) -> AsyncIterator[ChatMessage | None]: ...
 
 
 RemoteFactory = Callable[[str], RemoteAgent]
@@ -62,7 +62,7 @@ class ExternalAgents:
         except UpstreamUnavailable:
             return {}
 
-    def _chat(self, ref: str, request: ChatRequest) -> AsyncIterator[ChatMessage]:
+    def _chat(self, ref: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
         if ref.startswith("/"):
             if not self._host.has_agent(ref[1:]):
                 raise UpstreamUnavailable(f"external agent {ref!r} is not served here")

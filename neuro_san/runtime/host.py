@@ -97,9 +97,8 @@ class NetworkHost:
             )
         return infos
 
-    async def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:  # type: ignore[override]
-        """See ``AgentHost.chat``. Yields ``None`` for "an empty response": a request with
-        no user text ends at once with one, and no LLM is called."""
+    async def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
+        """See ``AgentHost.chat``."""
         network = self._network(agent)
         if not request.user_text:
             yield None

@@ -118,7 +118,10 @@ class AgentServer:
         if self.config.manifest_update_seconds > 0:
             self._watch = asyncio.create_task(self.registry.watch(self.config.manifest_update_seconds))
         names = sorted(self.registry.networks())
-        log.info("gRPC listening on %s:%d serving %d networks: %s", self.config.host, self.port, len(names), ", ".join(names))
+        log.info(
+            "gRPC listening on %s:%d serving %d networks: %s",
+            self.config.host, self.port, len(names), ", ".join(names),
+        )
         return self.port
 
     async def stop(self, grace: float = 5.0) -> None:

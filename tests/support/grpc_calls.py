@@ -6,7 +6,6 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
-
 from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
 
 QUALIFIED = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService"
