@@ -1,0 +1,230 @@
+"""The aiohttp application: one catch-all handler in front of the route table.
+
+Everything per route (compiled pattern, binder, codecs, multicallable) is prepared in
+:class:`Gateway`'s constructor; a request only matches, binds, calls and renders.
+aiohttp's own router sees a single ``/{tail:.*}`` route, so 404, 405 (with ``Allow``)
+and every other error come out of one place with the same Status body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+from google.protobuf.descriptor import ServiceDescriptor
+
+from gateway.binder import RequestBinder
+from gateway.config import GatewayConfig
+from gateway.errors import GatewayError, encode_status
+from gateway.forward import SSE_TYPE, Forwarder, json_response
+from gateway.health import probe
+from gateway.invoker import Invoker
+from gateway.marshal import MessageCodec, dumps
+from gateway.metadata import HeaderMapper, parse_timeout
+from gateway.mux import Entry, MethodNotAllowed, NoRoute, Router
+from gateway.openapi import build_document
+from gateway.routes import Route, routes_from_services
+from neuro_san.core.errors import Code
+
+DOCS_PATH = "/api/v1/docs"
+_JSON_SUBTYPES = ("application/json", "text/json")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiTarget:
+    """A transcoded gRPC method binding."""
+
+    route: Route
+    binder: RequestBinder
+    forwarder: Forwarder
+
+
+InternalHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def default_services() -> list[ServiceDescriptor]:
+    """The services this project serves over HTTP."""
+    from neuro_san.api.grpc import agent_pb2, concierge_pb2
+
+    return [
+        agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
+        concierge_pb2.DESCRIPTOR.services_by_name["ConciergeService"],
+    ]
+
+
+class Gateway:
+    """Routes, codecs and callables, built once; ``dispatch`` serves every request."""
+
+    def __init__(
+        self,
+        invoker: Invoker,
+        config: GatewayConfig,
+        services: Iterable[ServiceDescriptor] | None = None,
+    ) -> None:
+        self.invoker = invoker
+        self.config = config
+        self.draining = False
+        self.routes = routes_from_services(services or default_services())
+        self.mapper = HeaderMapper(config.forwarded_headers)
+        self._cors_origins = frozenset(config.cors_origins)
+        entries: list[Entry[ApiTarget | InternalHandler]] = []
+        for route in self.routes:
+            forwarder = Forwarder(
+                call=invoker.callable_for(route),
+                codec=MessageCodec(route.response_class),
+                response_body=route.response_body,
+            )
+            entries.append(Entry(route.http_method, route.pattern,
+                                 ApiTarget(route, RequestBinder(route), forwarder)))
+        document = build_document(self.routes)
+        self._docs_json = dumps(document)
+        self._docs_yaml = yaml.safe_dump(document, sort_keys=False).encode("utf-8")
+        entries += [
+            Router.fixed("GET", DOCS_PATH, self._docs),
+            Router.fixed("GET", "/healthz", self._health),
+            Router.fixed("GET", "/readyz", self._health),
+            Router.fixed("GET", "/livez", self._liveness),
+        ]
+        self.router: Router[ApiTarget | InternalHandler] = Router(entries)
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=self.config.max_body_bytes)
+        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        return app
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        cors = self._cors_headers(request)
+        raw_path = request.rel_url.raw_path
+        try:
+            if request.method == "OPTIONS":
+                return self._options(request, raw_path, cors)
+            match = self.router.match(request.method, raw_path)
+            target = match.target
+            if isinstance(target, ApiTarget):
+                response = await self._call(request, target, match.captures, cors)
+            else:
+                response = await target(request)
+        except NoRoute:
+            response = _error_response(GatewayError(Code.NOT_FOUND, "Not Found"))
+        except MethodNotAllowed as error:
+            response = _error_response(GatewayError(
+                Code.UNIMPLEMENTED, "Method Not Allowed", status=405,
+                headers={"Allow": ", ".join(error.allowed)},
+            ))
+        except GatewayError as error:
+            response = _error_response(error)
+        if not response.prepared:
+            for name, value in cors:
+                response.headers[name] = value
+        return response
+
+    async def _call(
+        self,
+        request: web.Request,
+        target: ApiTarget,
+        captures: dict[str, str],
+        cors: list[tuple[str, str]],
+    ) -> web.StreamResponse:
+        if self.draining:
+            raise GatewayError(Code.UNAVAILABLE, "the gateway is shutting down")
+        route = target.route
+        body = await self._read_body(request) if route.body else b""
+        metadata = self.mapper.to_metadata(request.headers)
+        timeout = parse_timeout(request.headers.get("Grpc-Timeout"),
+                                self.config.max_timeout_seconds)
+        message, path_metadata = target.binder.bind(body, captures, request.query.items())
+        if path_metadata:  # the route's own variables win over headers of the same name
+            keys = {key for key, _ in path_metadata}
+            metadata = [item for item in metadata if item[0] not in keys] + list(path_metadata)
+        if not route.server_streaming:
+            return await target.forwarder.unary(message, metadata, timeout)
+        sse = SSE_TYPE in request.headers.get("Accept", "")
+        return await target.forwarder.stream(
+            request, message, metadata, timeout, sse=sse,
+            heartbeat_seconds=self.config.keepalive_seconds, extra_headers=cors,
+        )
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        limit = self.config.max_body_bytes
+        length = request.content_length
+        if length is not None and length > limit:
+            raise _too_large(limit)
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise _too_large(limit) from None
+        if body and "Content-Type" in request.headers:
+            content_type = request.content_type
+            if not (content_type in _JSON_SUBTYPES or content_type.endswith("+json")):
+                raise GatewayError(
+                    Code.INVALID_ARGUMENT,
+                    f"unsupported Content-Type {content_type!r}: send application/json",
+                    status=415,
+                )
+        return body
+
+    def _options(self, request: web.Request, raw_path: str, cors: list[tuple[str, str]]) -> (
+        web.Response
+    ):
+        methods = self.router.allowed_methods(raw_path)
+        if not methods:
+            return _error_response(GatewayError(Code.NOT_FOUND, "Not Found"))
+        allow = ", ".join([*methods, "OPTIONS"])
+        response = web.Response(status=204, headers={"Allow": allow})
+        if cors:
+            response.headers["Access-Control-Allow-Methods"] = allow
+            requested = request.headers.get("Access-Control-Request-Headers")
+            if requested:
+                response.headers["Access-Control-Allow-Headers"] = requested
+            response.headers["Access-Control-Max-Age"] = "600"
+        return response
+
+    def _cors_headers(self, request: web.Request) -> list[tuple[str, str]]:
+        origin = request.headers.get("Origin")
+        if not origin or not self._cors_origins:
+            return []
+        if origin in self._cors_origins:
+            allowed = origin
+        elif "*" in self._cors_origins:
+            allowed = "*"
+        else:
+            return []
+        return [
+            ("Access-Control-Allow-Origin", allowed),
+            ("Access-Control-Expose-Headers", "*"),
+            ("Vary", "Origin"),
+        ]
+
+    async def _docs(self, request: web.Request) -> web.StreamResponse:
+        wants_yaml = "yaml" in request.headers.get("Accept", "") or (
+            request.query.get("format") == "yaml"
+        )
+        if wants_yaml:
+            return web.Response(body=self._docs_yaml, headers={"Content-Type": "application/yaml"})
+        return json_response(200, self._docs_json)
+
+    async def _health(self, request: web.Request) -> web.StreamResponse:
+        return await probe(self.invoker, request, liveness=False, draining=self.draining)
+
+    async def _liveness(self, request: web.Request) -> web.StreamResponse:
+        return await probe(self.invoker, request, liveness=True, draining=self.draining)
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        Code.INVALID_ARGUMENT, f"request body is larger than {limit} bytes", status=413
+    )
+
+
+def _error_response(error: GatewayError) -> web.Response:
+    return json_response(
+        error.http_status, encode_status(error.status_dict()), list(error.headers.items())
+    )
+
+
+def document_of(gateway: Gateway) -> Any:
+    """The OpenAPI document a gateway serves (for tests and tools)."""
+    return build_document(gateway.routes)

@@ -1,0 +1,38 @@
+"""The gateway's settings, with the defaults the server CLI relies on."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class GatewayConfig:
+    """How the gateway behaves; every field has a default.
+
+    - ``max_body_bytes``: largest request body (413 above it) and the gRPC message size
+      limit of the gateway's channel, both ways.
+    - ``forwarded_headers``: request headers passed on as gRPC metadata under their own
+      (lower-cased) name, as neuro-san's ``AGENT_FORWARDED_REQUEST_METADATA``.
+    - ``max_timeout_seconds``: cap on ``Grpc-Timeout``, and the deadline when none is sent.
+    - ``cors_origins``: origins allowed by CORS (``"*"`` for any); empty: no CORS headers.
+    - ``keepalive_seconds``: after this many quiet seconds an SSE stream gets a
+      ``: keep-alive`` comment, and the gRPC channel pings the server; 0 turns both off.
+    - ``shutdown_grace_seconds``: how long ``stop()`` lets streams in flight finish.
+    """
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    forwarded_headers: tuple[str, ...] = ("request_id", "user_id")
+    max_timeout_seconds: float | None = None
+    cors_origins: tuple[str, ...] = ()
+    keepalive_seconds: float = 0
+    shutdown_grace_seconds: float = 5.0
+
+
+def parse_header_list(text: str | None) -> tuple[str, ...]:
+    """``"request_id user_id"`` or ``"request_id,user_id"`` → ``("request_id", "user_id")``."""
+    if not text:
+        return ()
+    return tuple(name for name in re.split(r"[\s,]+", text) if name)

@@ -1,0 +1,95 @@
+"""Errors stay gRPC statuses until the exit, where the HTTP status is picked once.
+
+The body of every error is the seed's ``Status``:
+``{"code": <grpc code>, "message": "...", "details": [<Any as JSON>...]}``, ``details``
+always present. The HTTP status comes from ``neuro_san.core.errors.http_status`` (the
+one table) unless the gateway itself needs a more precise one (404 no route, 405,
+413, 415), which :class:`GatewayError` carries as ``http_status``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2, json_format
+from google.rpc import error_details_pb2, status_pb2
+
+from neuro_san.core.errors import Code, http_status
+
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+_BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
+# Imported for its side effect too: the google.rpc detail types are in the default
+# pool, so their Any details render as JSON instead of base64.
+_ = error_details_pb2
+
+
+class GatewayError(Exception):
+    """An error the gateway answers without (or instead of) a gRPC call."""
+
+    def __init__(
+        self,
+        code: Code,
+        message: str,
+        *,
+        status: int | None = None,
+        details: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.http_status = status if status is not None else http_status(code)
+        self.details = details or []
+        self.headers = headers or {}
+
+    def status_dict(self) -> dict[str, Any]:
+        return {"code": int(self.code), "message": self.message, "details": self.details}
+
+
+def bad_request(message: str, field: str, description: str | None = None) -> GatewayError:
+    """400 INVALID_ARGUMENT with a google.rpc.BadRequest detail naming the field."""
+    violation = {"field": field, "description": description or message}
+    detail = {"@type": _BAD_REQUEST_TYPE, "field_violations": [violation]}
+    return GatewayError(Code.INVALID_ARGUMENT, message, details=[detail])
+
+
+def status_from_rpc_error(error: grpc.aio.AioRpcError) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, Status dict) for a failed call, details decoded when present."""
+    code = error.code().value[0]
+    message = error.details() or ""
+    details: list[dict[str, Any]] = []
+    trailing = error.trailing_metadata() or ()
+    for key, value in trailing:
+        if key == _STATUS_DETAILS_KEY and isinstance(value, bytes):
+            details = _decode_details(value)
+            break
+    return http_status(code), {"code": code, "message": message, "details": details}
+
+
+def _decode_details(raw: bytes) -> list[dict[str, Any]]:
+    try:
+        status = status_pb2.Status.FromString(raw)
+    except Exception:  # noqa: BLE001 - a broken detail must not turn into a 500
+        return []
+    return [any_to_dict(detail) for detail in status.details]
+
+
+def any_to_dict(detail: any_pb2.Any) -> dict[str, Any]:
+    """An Any as JSON; a type the pool does not know becomes ``{"@type", "value"}``."""
+    try:
+        rendered: dict[str, Any] = json_format.MessageToDict(
+            detail, preserving_proto_field_name=True
+        )
+        return rendered
+    except (TypeError, KeyError, json_format.Error):
+        return {
+            "@type": detail.type_url,
+            "value": base64.b64encode(detail.value).decode("ascii"),
+        }
+
+
+def encode_status(status: dict[str, Any]) -> bytes:
+    return json.dumps(status, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

@@ -1,0 +1,77 @@
+"""Start and stop the gateway: one shared gRPC channel, one aiohttp site.
+
+``start_gateway`` is what ``neuro-san serve`` (in-process gateway) and
+``neuro-san gateway`` (standalone, one or several replicas) both call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import grpc
+from aiohttp import web
+
+from gateway.app import Gateway
+from gateway.config import GatewayConfig
+from gateway.invoker import Invoker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GatewayHandle:
+    """A running gateway: ``port`` is the bound port (useful with port 0)."""
+
+    port: int
+    gateway: Gateway
+    _runner: web.AppRunner
+    _invoker: Invoker
+
+    async def stop(self) -> None:
+        """Refuse new calls (503), let streams in flight finish, close the channel."""
+        self.gateway.draining = True
+        try:
+            await self._runner.cleanup()
+        finally:
+            await self._invoker.close()
+
+
+async def start_gateway(
+    target: str | grpc.aio.Channel,
+    host: str,
+    port: int,
+    config: GatewayConfig | None = None,
+) -> GatewayHandle:
+    """Serve the HTTP/JSON API on ``host:port`` in front of the gRPC ``target``.
+
+    ``target`` is ``"host:port"``, several comma-separated ``host:port`` replicas
+    (round-robin), any gRPC target string, or an existing ``grpc.aio.Channel`` (which
+    stays the caller's to close).
+    """
+    config = config or GatewayConfig()
+    invoker = await Invoker.connect(target, config.max_body_bytes, config.keepalive_seconds)
+    try:
+        gateway = Gateway(invoker, config)
+        runner = web.AppRunner(
+            gateway.make_app(),
+            handler_cancellation=True,  # a client that goes away cancels its gRPC call
+            access_log=None,
+            shutdown_timeout=config.shutdown_grace_seconds,
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, shutdown_timeout=config.shutdown_grace_seconds)
+        await site.start()
+    except BaseException:
+        await invoker.close()
+        raise
+    bound = _bound_port(runner, port)
+    log.info("HTTP gateway on %s:%d in front of %s", host, bound, target)
+    return GatewayHandle(port=bound, gateway=gateway, _runner=runner, _invoker=invoker)
+
+
+def _bound_port(runner: web.AppRunner, requested: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return requested
