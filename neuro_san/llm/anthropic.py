@@ -63,9 +63,7 @@ class AnthropicModel:
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model_name!r}, {self._endpoint.url!r})"
 
-    def request_body(
-        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
-    ) -> dict[str, Any]:
+    def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
         system, converted = to_anthropic_messages(messages)
         body: dict[str, Any] = {
@@ -88,9 +86,7 @@ class AnthropicModel:
             body["temperature"] = self._temperature
         return body
 
-    async def complete(
-        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
-    ) -> ModelResponse:
+    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
         reply = await self._pool.post(
             self._endpoint,
             self.request_body(messages, tools),
@@ -143,9 +139,7 @@ def _blocks(message: LlmMessage) -> list[dict[str, Any]]:
     return blocks
 
 
-def parse_anthropic_reply(
-    reply: Mapping[str, Any], provider: str, model_name: str
-) -> ModelResponse:
+def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: str) -> ModelResponse:
     """The assistant turn in a messages reply, or LlmMalformedReply."""
     content = reply.get("content")
     if not isinstance(content, list):
@@ -191,9 +185,5 @@ def _usage(usage: Any) -> Usage:
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     # Cached input is still input the request consumed.
-    prompt = (
-        tokens("input_tokens")
-        + tokens("cache_creation_input_tokens")
-        + tokens("cache_read_input_tokens")
-    )
+    prompt = tokens("input_tokens") + tokens("cache_creation_input_tokens") + tokens("cache_read_input_tokens")
     return Usage(prompt, tokens("output_tokens"))

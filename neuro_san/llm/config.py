@@ -123,9 +123,7 @@ class ResolvedConfig:
         )
 
 
-def resolve_llm_config(
-    llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None
-) -> ResolvedConfig:
+def resolve_llm_config(llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ResolvedConfig:
     """Resolve an (already merged) llm_config against ``env`` (default ``os.environ``).
 
     Raises:
@@ -140,14 +138,15 @@ def resolve_llm_config(
                 f'llm_config key {key!r} is "sly_data" (keys from the request\'s sly_data); '
                 "this is not supported yet: set the key in llm_config or the environment"
             )
-    _log_unknown_keys(config)
     provider = _provider_of(config)
     if provider == "scripted":
+        # The scripted model's own keys (its script) are not ours to judge.
         return ResolvedConfig(
             provider="scripted",
             model_name=str(config.get("model_name") or "scripted"),
             scripted_config=json.dumps(config, sort_keys=True, default=str),
         )
+    _log_unknown_keys(config)
     common: dict[str, Any] = {
         "temperature": _number(config, "temperature", float),
         "max_tokens": _number(config, "max_tokens", int),
@@ -195,18 +194,12 @@ def _resolve_openai_compatible(
         key, key_source = _first(config, "openai_api_key"), "llm_config 'openai_api_key'"
         model_name = _required_model(config, provider)
     else:
-        base = (
-            _first(config, "openai_api_base", "base_url")
-            or env.get("OPENAI_API_BASE")
-            or OPENAI_BASE
-        ).rstrip("/")
+        base = (_first(config, "openai_api_base", "base_url") or env.get("OPENAI_API_BASE") or OPENAI_BASE).rstrip("/")
         key = _first(config, "openai_api_key") or env.get("OPENAI_API_KEY", "")
         key_source = "the OPENAI_API_KEY environment variable (or llm_config 'openai_api_key')"
         model_name = str(config.get("model_name") or DEFAULT_OPENAI_MODEL)
         if not key and not _is_local(base):
-            raise ConfigurationError(
-                f"no OpenAI API key for model {model_name!r} at {base}: set {key_source}"
-            )
+            raise ConfigurationError(f"no OpenAI API key for model {model_name!r} at {base}: set {key_source}")
     headers = [("Authorization", f"Bearer {key}")] if key else []
     organization = _first(config, "openai_organization")
     if organization:
@@ -222,12 +215,8 @@ def _resolve_openai_compatible(
     )
 
 
-def _resolve_azure(
-    config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]
-) -> ResolvedConfig:
-    endpoint = _first(config, "azure_endpoint", "openai_api_base") or env.get(
-        "AZURE_OPENAI_ENDPOINT", ""
-    )
+def _resolve_azure(config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]) -> ResolvedConfig:
+    endpoint = _first(config, "azure_endpoint", "openai_api_base") or env.get("AZURE_OPENAI_ENDPOINT", "")
     if not endpoint:
         raise ConfigurationError(
             "azure-openai needs an endpoint: set the AZURE_OPENAI_ENDPOINT environment "
@@ -243,11 +232,7 @@ def _resolve_azure(
             "azure-openai needs a deployment: set AZURE_OPENAI_DEPLOYMENT_NAME (or llm_config "
             "'deployment_name' or 'model_name')"
         )
-    version = (
-        _first(config, "openai_api_version", "api_version")
-        or env.get("OPENAI_API_VERSION")
-        or AZURE_API_VERSION
-    )
+    version = _first(config, "openai_api_version", "api_version") or env.get("OPENAI_API_VERSION") or AZURE_API_VERSION
     key = _first(config, "openai_api_key") or env.get("AZURE_OPENAI_API_KEY", "")
     key_source = "the AZURE_OPENAI_API_KEY environment variable (or llm_config 'openai_api_key')"
     if key:
@@ -269,21 +254,15 @@ def _resolve_azure(
     )
 
 
-def _resolve_anthropic(
-    config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]
-) -> ResolvedConfig:
-    base = (
-        _first(config, "anthropic_api_url", "base_url")
-        or env.get("ANTHROPIC_BASE_URL")
-        or ANTHROPIC_BASE
-    ).rstrip("/")
+def _resolve_anthropic(config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]) -> ResolvedConfig:
+    base = (_first(config, "anthropic_api_url", "base_url") or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE).rstrip(
+        "/"
+    )
     model_name = _required_model(config, "anthropic")
     key = _first(config, "anthropic_api_key") or env.get("ANTHROPIC_API_KEY", "")
     key_source = "the ANTHROPIC_API_KEY environment variable (or llm_config 'anthropic_api_key')"
     if not key and not _is_local(base):
-        raise ConfigurationError(
-            f"no Anthropic API key for model {model_name!r} at {base}: set {key_source}"
-        )
+        raise ConfigurationError(f"no Anthropic API key for model {model_name!r} at {base}: set {key_source}")
     headers = [("anthropic-version", ANTHROPIC_VERSION)]
     if key:
         headers.append(("x-api-key", key))
@@ -331,8 +310,7 @@ def _number(config: Mapping[str, Any], key: str, kind: type[int] | type[float]) 
             raise ValueError(value)
     except (TypeError, ValueError):
         raise ConfigurationError(
-            f"llm_config {key!r} must be {'an integer' if kind is int else 'a number'}, "
-            f"got {value!r}"
+            f"llm_config {key!r} must be {'an integer' if kind is int else 'a number'}, got {value!r}"
         ) from None
     if number < 0:
         raise ConfigurationError(f"llm_config {key!r} must not be negative, got {value!r}")

@@ -108,14 +108,10 @@ class HttpPool:
         connection_limit: int = 256,
         rng: random.Random | None = None,
     ) -> None:
-        self._backoff = RetryPolicy(
-            backoff_base=backoff_base, backoff_cap=backoff_cap, retry_after_cap=retry_after_cap
-        )
+        self._backoff = RetryPolicy(backoff_base=backoff_base, backoff_cap=backoff_cap, retry_after_cap=retry_after_cap)
         self._connection_limit = connection_limit
         self._rng = rng or random.Random()
-        self._sessions: dict[
-            tuple[str, str], tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]
-        ] = {}
+        self._sessions: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
 
     @property
     def session_count(self) -> int:
@@ -147,9 +143,7 @@ class HttpPool:
             if session_loop is loop and not session.closed:
                 await session.close()
 
-    async def post(
-        self, endpoint: Endpoint, payload: Mapping[str, Any], *, target: str = ""
-    ) -> dict[str, Any]:
+    async def post(self, endpoint: Endpoint, payload: Mapping[str, Any], *, target: str = "") -> dict[str, Any]:
         """:meth:`post_json` to ``endpoint`` with its headers, timeout and attempts."""
         return await self.post_json(
             endpoint.url,
@@ -202,9 +196,7 @@ class HttpPool:
         for attempt in range(1, attempts + 1):
             failure: LlmError
             try:
-                async with session.post(
-                    url, json=payload, headers=dict(headers), timeout=client_timeout
-                ) as response:
+                async with session.post(url, json=payload, headers=dict(headers), timeout=client_timeout) as response:
                     body = await response.read()
                     status = response.status
                     retry_after = parse_retry_after(response.headers)
@@ -212,17 +204,13 @@ class HttpPool:
             except TimeoutError as error:
                 raise LlmTimeout(f"no reply from {where} within {timeout:g}s", provider) from error
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
-                failure = LlmConnectionError(
-                    f"connection to {where} failed: {type(error).__name__}", provider
-                )
+                failure = LlmConnectionError(f"connection to {where} failed: {type(error).__name__}", provider)
                 failure.__cause__ = error
                 status, retry_after = 0, None
             else:
                 if 200 <= status < 300:
                     return _decode_object(body, content_type, where, provider)
-                failure = _http_failure(
-                    status, body, retry_after, secrets, provider, where, key_source, target
-                )
+                failure = _http_failure(status, body, retry_after, secrets, provider, where, key_source, target)
             retryable = status == 0 or status in RETRYABLE_STATUSES
             if not retryable or attempt == attempts:
                 raise failure
@@ -246,14 +234,11 @@ def _decode_object(body: bytes, content_type: str, where: str, provider: str) ->
         decoded = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise LlmMalformedReply(
-            f"reply from {where} is not JSON (content-type {content_type or 'missing'!r}): "
-            f"{_excerpt_text(body, [])!r}",
+            f"reply from {where} is not JSON (content-type {content_type or 'missing'!r}): {_excerpt_text(body, [])!r}",
             provider,
         ) from error
     if not isinstance(decoded, dict):
-        raise LlmMalformedReply(
-            f"reply from {where} is JSON but not an object: {type(decoded).__name__}", provider
-        )
+        raise LlmMalformedReply(f"reply from {where} is JSON but not an object: {type(decoded).__name__}", provider)
     return decoded
 
 

@@ -56,9 +56,7 @@ class OpenAIChatModel:
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self._model_name!r}, {self._endpoint.url!r})"
 
-    def request_body(
-        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
-    ) -> dict[str, Any]:
+    def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
         body: dict[str, Any] = {
             "model": self._model_name,
@@ -73,9 +71,7 @@ class OpenAIChatModel:
             body["max_tokens"] = self._max_tokens
         return body
 
-    async def complete(
-        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
-    ) -> ModelResponse:
+    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
         reply = await self._pool.post(
             self._endpoint,
             self.request_body(messages, tools),
@@ -168,8 +164,7 @@ def parse_openai_reply(reply: Mapping[str, Any], provider: str, model_name: str)
     return ModelResponse(
         text=_content_text(message.get("content")),
         tool_calls=tuple(
-            _parse_tool_call(index, call, provider)
-            for index, call in enumerate(message.get("tool_calls") or ())
+            _parse_tool_call(index, call, provider) for index, call in enumerate(message.get("tool_calls") or ())
         ),
         usage=_usage(reply.get("usage")),
         model=str(reply.get("model") or model_name),

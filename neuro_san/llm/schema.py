@@ -81,8 +81,7 @@ def _normalise(node: Mapping[str, Any]) -> dict[str, Any]:
                 result["type"] = normalised_type
         elif key == "properties" and isinstance(value, Mapping):
             result["properties"] = {
-                str(name): _normalise(sub) if isinstance(sub, Mapping) else {}
-                for name, sub in value.items()
+                str(name): _normalise(sub) if isinstance(sub, Mapping) else {} for name, sub in value.items()
             }
         elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
             result[key] = _normalise(value)

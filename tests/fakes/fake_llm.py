@@ -34,73 +34,33 @@ import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-Protocol = Literal["openai", "anthropic"]
+from tests.fakes.llm_wire import (
+    FakeToolCall,
+    Protocol,
+    Reply,
+    anthropic_answer,
+    error_body,
+    openai_answer,
+    text_of,
+    words,
+)
 
-
-@dataclass(frozen=True)
-class FakeToolCall:
-    """A tool call the fake model makes. ``arguments`` may be a raw (even broken) string."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer. Build with the class methods."""
-
-    kind: Literal["answer", "error", "garbage", "drop", "stall"] = "answer"
-    text: str = ""
-    tool_calls: tuple[FakeToolCall, ...] = ()
-    status: int = 200
-    headers: Mapping[str, str] = field(default_factory=dict)
-    message: str = ""
-    body: str | None = None
-    seconds: float = 0.0
-    then: Reply | None = None
-    usage: tuple[int, int] | None = None
-    model: str | None = None
-
-    @classmethod
-    def answer(cls, text: str, *, usage: tuple[int, int] | None = None) -> Reply:
-        """A plain text answer; ``usage`` is (prompt, completion) tokens."""
-        return cls(text=text, usage=usage)
-
-    @classmethod
-    def calls(cls, *calls: FakeToolCall, text: str = "") -> Reply:
-        """An answer asking for the given tool calls (in parallel)."""
-        return cls(text=text, tool_calls=tuple(calls))
-
-    @classmethod
-    def error(
-        cls, status: int, message: str = "", *, headers: Mapping[str, str] | None = None
-    ) -> Reply:
-        """An HTTP error in the provider's error format."""
-        return cls(
-            kind="error", status=status, message=message or f"fake {status}", headers=headers or {}
-        )
-
-    @classmethod
-    def garbage(cls, body: str = "<html>not json</html>", status: int = 200) -> Reply:
-        """A body that is not JSON."""
-        return cls(kind="garbage", body=body, status=status)
-
-    @classmethod
-    def drop(cls) -> Reply:
-        """Close the connection without answering."""
-        return cls(kind="drop")
-
-    @classmethod
-    def stall(cls, seconds: float, then: Reply | None = None) -> Reply:
-        """Wait ``seconds`` (the client may give up first), then answer ``then`` (or echo)."""
-        return cls(kind="stall", seconds=seconds, then=then)
+__all__ = (
+    "FakeLlmServer",
+    "FakeToolCall",
+    "RecordedRequest",
+    "Reply",
+    "Rule",
+    "echo_rule",
+    "run_with_fake_llm",
+    "tool_then_answer_rule",
+)
 
 
 @dataclass
@@ -124,32 +84,13 @@ class RecordedRequest:
         for message in reversed(self.messages):
             if not isinstance(message, dict) or message.get("role") not in ("user", "tool"):
                 continue
-            text = _text_of(message.get("content"))
+            text = text_of(message.get("content"))
             if text:
                 return text
         return ""
 
 
 Rule = Callable[[RecordedRequest], Reply | None]
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict):
-                if block.get("type") == "tool_result":
-                    parts.append(_text_of(block.get("content")))
-                elif isinstance(block.get("text"), str):
-                    parts.append(block["text"])
-        return " ".join(part for part in parts if part)
-    return ""
-
-
-def _words(text: str) -> int:
-    return len(text.split())
 
 
 class _Dropped(Exception):
@@ -165,7 +106,7 @@ class _CountingServer(web.Server):
         super().connection_made(handler, transport)
         self._owner.connections_opened += 1
 
-    def connection_lost(self, handler: RequestHandler, exc: BaseException | None) -> None:
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
         super().connection_lost(handler, exc)
         self._owner.connections_closed += 1
 
@@ -316,104 +257,24 @@ class FakeLlmServer:
                 return reply
         return Reply.answer(recorded.last_input_text())
 
-    async def _respond(
-        self, request: web.BaseRequest, recorded: RecordedRequest, reply: Reply
-    ) -> web.StreamResponse:
+    async def _respond(self, request: web.BaseRequest, recorded: RecordedRequest, reply: Reply) -> web.StreamResponse:
         if reply.kind == "stall":
             await asyncio.sleep(reply.seconds)
-            return await self._respond(
-                request, recorded, reply.then or Reply.answer(recorded.last_input_text())
-            )
+            return await self._respond(request, recorded, reply.then or Reply.answer(recorded.last_input_text()))
         if reply.kind == "drop":
             raise _Dropped
         if reply.kind == "garbage":
-            return web.Response(
-                status=reply.status, text=reply.body or "", content_type="text/html"
-            )
+            return web.Response(status=reply.status, text=reply.body or "", content_type="text/html")
         if reply.kind == "error":
-            return web.json_response(
-                _error_body(recorded.protocol, reply), status=reply.status, headers=reply.headers
-            )
+            return web.json_response(error_body(recorded.protocol, reply), status=reply.status, headers=reply.headers)
         return web.json_response(self._answer_body(recorded, reply), headers=reply.headers)
 
     def _answer_body(self, recorded: RecordedRequest, reply: Reply) -> dict[str, Any]:
         model = reply.model or (recorded.body or {}).get("model") or "fake-model"
-        prompt_words = sum(
-            _words(_text_of(m.get("content"))) for m in recorded.messages if isinstance(m, dict)
-        )
-        prompt, completion = reply.usage or (prompt_words, _words(reply.text))
-        if recorded.protocol == "anthropic":
-            return self._anthropic_body(model, reply, prompt, completion)
-        return self._openai_body(model, reply, prompt, completion)
-
-    def _openai_body(self, model: str, reply: Reply, prompt: int, completion: int) -> dict:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-        if reply.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id or f"call_{next(self._ids)}",
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": call.arguments
-                        if isinstance(call.arguments, str)
-                        else json.dumps(call.arguments),
-                    },
-                }
-                for call in reply.tool_calls
-            ]
-        return {
-            "id": f"chatcmpl-{next(self._ids)}",
-            "object": "chat.completion",
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
-        }
-
-    def _anthropic_body(self, model: str, reply: Reply, prompt: int, completion: int) -> dict:
-        content: list[dict[str, Any]] = []
-        if reply.text:
-            content.append({"type": "text", "text": reply.text})
-        for call in reply.tool_calls:
-            arguments = call.arguments
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError:
-                    pass  # sent as a string: the adapter must cope
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": call.id or f"toolu_{next(self._ids)}",
-                    "name": call.name,
-                    "input": arguments,
-                }
-            )
-        return {
-            "id": f"msg_{next(self._ids)}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-            "usage": {"input_tokens": prompt, "output_tokens": completion},
-        }
-
-
-def _error_body(protocol: Protocol, reply: Reply) -> dict[str, Any]:
-    if protocol == "anthropic":
-        return {"type": "error", "error": {"type": "fake_error", "message": reply.message}}
-    return {"error": {"message": reply.message, "type": "fake_error", "code": reply.status}}
+        prompt_words = sum(words(text_of(m.get("content"))) for m in recorded.messages if isinstance(m, dict))
+        usage = reply.usage or (prompt_words, words(reply.text))
+        render = anthropic_answer if recorded.protocol == "anthropic" else openai_answer
+        return render(model, reply, usage, self._ids)
 
 
 def echo_rule(prefix: str = "") -> Rule:
@@ -426,8 +287,7 @@ def tool_then_answer_rule(tool_name: str, arguments: Mapping[str, Any]) -> Rule:
 
     def rule(request: RecordedRequest) -> Reply | None:
         already_called = any(
-            isinstance(m, dict) and (m.get("role") == "tool" or _has_tool_result(m))
-            for m in request.messages
+            isinstance(m, dict) and (m.get("role") == "tool" or _has_tool_result(m)) for m in request.messages
         )
         return None if already_called else Reply.calls(FakeToolCall(tool_name, dict(arguments)))
 
@@ -436,9 +296,7 @@ def tool_then_answer_rule(tool_name: str, arguments: Mapping[str, Any]) -> Rule:
 
 def _has_tool_result(message: dict[str, Any]) -> bool:
     content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def run_with_fake_llm(
