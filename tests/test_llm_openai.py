@@ -216,3 +216,24 @@ def test_ollama_style_local_endpoint_needs_no_key() -> None:
         await factory.aclose()
 
     run_with_fake_llm(body)
+
+
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        factory = LlmFactory(env={}, pool=HttpPool())
+        for model_name, reasoning in (("o3-mini", True), ("gpt-5", True), ("gpt-4o", False)):
+            model = factory.create(fake.llm_config(model_name=model_name, temperature=0.3, max_tokens=64))
+            await model.complete([LlmMessage("user", "think")], [])
+            sent = fake.requests[-1].body
+            if reasoning:
+                assert sent["max_completion_tokens"] == 64 and "max_tokens" not in sent
+                assert "temperature" not in sent
+            else:
+                assert sent["max_tokens"] == 64 and sent["temperature"] == 0.3
+        # A local Ollama model that happens to share a name keeps the plain parameters.
+        local = factory.create({"class": "ollama", "model_name": "o1", "base_url": fake.url, "max_tokens": 8})
+        await local.complete([LlmMessage("user", "hi")], [])
+        assert fake.requests[-1].body["max_tokens"] == 8
+        await factory.aclose()
+
+    run_with_fake_llm(body)

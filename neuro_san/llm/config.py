@@ -405,13 +405,22 @@ class LlmFactory:
 
             model: Model = ScriptedModel.from_config(merged)
             return model
-        adapter = AnthropicModel if resolved.provider == "anthropic" else OpenAIChatModel
-        return adapter(
+        if resolved.provider == "anthropic":
+            return AnthropicModel(
+                self._pool,
+                resolved.endpoint(),
+                resolved.model_name,
+                temperature=resolved.temperature,
+                max_tokens=resolved.max_tokens,
+            )
+        return OpenAIChatModel(
             self._pool,
             resolved.endpoint(),
             resolved.model_name,
             temperature=resolved.temperature,
             max_tokens=resolved.max_tokens,
+            # OpenAI's reasoning-model rules are OpenAI's; local servers keep the plain ones.
+            reasoning=None if resolved.provider in ("openai", "azure-openai") else False,
         )
 
     async def aclose(self) -> None:

@@ -203,7 +203,9 @@ class HttpPool:
                     content_type = response.headers.get("content-type", "")
             except TimeoutError as error:
                 raise LlmTimeout(f"no reply from {where} within {timeout:g}s", provider) from error
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+            except aiohttp.ClientError as error:
+                # Refused or dropped connections, truncated bodies, and replies that are not
+                # HTTP at all: all "could not talk to the provider", all worth a retry.
                 failure = LlmConnectionError(f"connection to {where} failed: {type(error).__name__}", provider)
                 failure.__cause__ = error
                 status, retry_after = 0, None

@@ -12,6 +12,7 @@ The converters are pure module functions so they can be tested without a server.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,11 +35,16 @@ class OpenAIChatModel:
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        reasoning: bool | None = None,
     ) -> None:
+        """``reasoning`` (default: guessed from the name, see :func:`is_reasoning_model`)
+        marks OpenAI reasoning models, which take ``max_completion_tokens`` instead of
+        ``max_tokens`` and reject a non-default ``temperature`` (so it is not sent)."""
         self._pool = pool
         self._endpoint = endpoint
         self._model_name = model_name
-        self._temperature = temperature
+        self._reasoning = is_reasoning_model(model_name) if reasoning is None else reasoning
+        self._temperature = None if self._reasoning else temperature
         self._max_tokens = max_tokens
 
     @property
@@ -68,7 +74,7 @@ class OpenAIChatModel:
         if self._temperature is not None:
             body["temperature"] = self._temperature
         if self._max_tokens is not None:
-            body["max_tokens"] = self._max_tokens
+            body["max_completion_tokens" if self._reasoning else "max_tokens"] = self._max_tokens
         return body
 
     async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
@@ -78,6 +84,14 @@ class OpenAIChatModel:
             target=f"model {self._model_name!r}",
         )
         return parse_openai_reply(reply, self._endpoint.provider, self._model_name)
+
+
+_REASONING_MODEL = re.compile(r"^(o\d+($|-)|gpt-5(?!-chat))", re.IGNORECASE)
+
+
+def is_reasoning_model(model_name: str) -> bool:
+    """Whether ``model_name`` looks like an OpenAI reasoning model (o1, o3-mini, gpt-5…)."""
+    return bool(_REASONING_MODEL.match(model_name))
 
 
 def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
