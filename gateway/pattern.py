@@ -112,6 +112,10 @@ def parse_template(text: str) -> Template:
             segments.append(raw)
         else:
             raise InvalidTemplateError(text, f"bad segment {raw!r}")
+    for index, seg in enumerate(segments):
+        parts = seg[1] if isinstance(seg, tuple) else (seg,)
+        if "**" in parts and (index != len(segments) - 1 or parts[-1] != "**"):
+            raise InvalidTemplateError(text, "'**' must be the last segment")
     names = [seg[0] for seg in segments if isinstance(seg, tuple)]
     if len(names) != len(set(names)):
         raise InvalidTemplateError(text, "a variable appears twice")
@@ -181,8 +185,6 @@ class CompiledPattern:
         many = [index for index, slot in enumerate(slots) if slot.kind is SlotKind.MANY]
         if len(many) > 1:
             raise InvalidTemplateError(template.text, "more than one multi-segment part")
-        if many and template.segments[-1] == "**" and many[0] != len(slots) - 1:
-            raise InvalidTemplateError(template.text, "'**' must be the last segment")
         self.slots = tuple(slots)
         self.variables = tuple(variables)
         self._full_decode = frozenset(full_decode)
