@@ -3,8 +3,6 @@ OPENAI_API_BASE pointed at the fake LLM (a real server process, real HTTP)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,29 +11,10 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply
 from tests.support import grpc_calls as calls
+from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
 
 FIXTURES = Path(__file__).parent / "fixtures" / "neuro_san_style"
-
-
-class FakeInThread:
-    """A FakeLlmServer on its own loop in a thread, for tests that run the server as a
-    separate process."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.fake = FakeLlmServer()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def __enter__(self) -> FakeLlmServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.fake.start(), self.loop).result(10)
-        return self.fake
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.fake.stop(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
 
 
 @pytest.fixture()

@@ -73,8 +73,15 @@ HTTP_STATUS: dict[Code, int] = {
 }
 
 
-def http_status(code: int) -> int:
-    """HTTP status for a gRPC code; unknown codes are 500."""
+#: Where a reason deserves another HTTP status than its code's: a server at its
+#: concurrency cap answers 503, as neuro-san does, so load balancers retry elsewhere.
+HTTP_STATUS_BY_REASON: dict[str, int] = {"TOO_MANY_REQUESTS": 503}
+
+
+def http_status(code: int, reason: str | None = None) -> int:
+    """HTTP status for a gRPC code (and ErrorInfo reason, when known); unknown codes are 500."""
+    if reason is not None and reason in HTTP_STATUS_BY_REASON:
+        return HTTP_STATUS_BY_REASON[reason]
     try:
         return HTTP_STATUS[Code(code)]
     except ValueError:

@@ -20,6 +20,7 @@ from neuro_san.api.grpc import agent_pb2
 from neuro_san.core.errors import InvalidRequest
 from neuro_san.core.host import AgentHost
 from neuro_san.service import convert
+from neuro_san.service.admission import Admission
 from neuro_san.service.errors import abort_with
 
 SERVICE = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
@@ -30,8 +31,11 @@ _EMPTY_RESPONSE = agent_pb2.ChatResponse()
 
 
 class AgentRouter(grpc.GenericRpcHandler):
-    def __init__(self, host: AgentHost, forwarded_metadata: Sequence[str] = ()) -> None:
+    def __init__(
+        self, host: AgentHost, forwarded_metadata: Sequence[str] = (), admission: Admission | None = None
+    ) -> None:
         self._host = host
+        self._admission = admission or Admission()
         self._forwarded = tuple(k.lower() for k in forwarded_metadata)
         self._qualified = self._handlers(None)
         self._per_agent: dict[str, grpc.RpcMethodHandler] = {}
@@ -117,17 +121,18 @@ class AgentRouter(grpc.GenericRpcHandler):
                 name = self._agent_name(agent, context)
                 chat_request = convert.request_from_proto(request, self._metadata(context))
                 echo = request if chat_request.chat_filter.is_maximal else None
-                stream = self._host.chat(name, chat_request)
-                try:
-                    async for message in stream:
-                        if message is None:
-                            yield _EMPTY_RESPONSE
-                            continue
-                        response = agent_pb2.ChatResponse(request=echo)
-                        convert.message_to_proto(message, response.response)
-                        yield response
-                finally:
-                    await stream.aclose()  # type: ignore[attr-defined]
+                with self._admission.chat():
+                    stream = self._host.chat(name, chat_request)
+                    try:
+                        async for message in stream:
+                            if message is None:
+                                yield _EMPTY_RESPONSE
+                                continue
+                            response = agent_pb2.ChatResponse(request=echo)
+                            convert.message_to_proto(message, response.response)
+                            yield response
+                    finally:
+                        await stream.aclose()  # type: ignore[attr-defined]
             except Exception as error:
                 await abort_with(context, error)
 

@@ -23,6 +23,7 @@ from neuro_san.llm.config import LlmFactory
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.host import NetworkHost
+from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
 from neuro_san.service.concierge_service import ConciergeServicer
@@ -88,6 +89,7 @@ class AgentServer:
             remote=_remote_factory(),
             keepalive_seconds=config.keepalive_seconds,
         )
+        self.admission = Admission(config.max_concurrent_requests)
         self.health = health.aio.HealthServicer()
         self.port = 0
         self._server: grpc.aio.Server | None = None
@@ -102,7 +104,8 @@ class AgentServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        server.add_generic_rpc_handlers([AgentRouter(self.host, self.config.forwarded_metadata)])
+        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission)
+        server.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(ConciergeServicer(self.host), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
@@ -125,7 +128,9 @@ class AgentServer:
         return self.port
 
     async def stop(self, grace: float = 5.0) -> None:
-        """Drain: health NOT_SERVING, refuse new calls, let calls in flight finish."""
+        """Drain: health NOT_SERVING, refuse new calls, let calls in flight finish
+        within ``grace`` seconds, then cancel what is left (which cancels its LLM calls)."""
+        self.admission.draining = True
         await self.health.enter_graceful_shutdown()
         if self._watch is not None:
             self._watch.cancel()

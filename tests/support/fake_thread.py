@@ -1,0 +1,32 @@
+"""A FakeLlmServer on its own event loop in a thread, for tests whose server under test is
+a separate process (so the test itself stays synchronous)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from tests.fakes.fake_llm import FakeLlmServer
+
+
+class FakeInThread:
+    def __init__(self, **options: object) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.fake = FakeLlmServer(**options)  # type: ignore[arg-type]
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> FakeLlmServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.fake.start(), self.loop).result(10)
+        return self.fake
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.fake.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+def override_env(fake: FakeLlmServer) -> dict[str, str]:
+    """Environment that runs every network of a server on ``fake``."""
+    return {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config())}
