@@ -92,6 +92,10 @@ class RecordedRequest:
 
 Rule = Callable[[RecordedRequest], Reply | None]
 
+#: Every request body any fake in this process received, raw: the suite's sly_data audit
+#: (tests/conftest.py) checks that no sly_data value ever reached an LLM.
+RECEIVED_BODIES: list[bytes] = []
+
 
 class _Dropped(Exception):
     """Raised inside a handler to close the connection without answering."""
@@ -219,6 +223,8 @@ class FakeLlmServer:
         else:
             return web.json_response({"error": {"message": "no such route"}}, status=404)
         raw = await request.read()
+        if self.record:
+            RECEIVED_BODIES.append(raw)
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:
