@@ -41,27 +41,25 @@ class ClientError(core.NeuroSanError):
         self.code = _as_code(code)
         self.details = details or []
         self.agent = agent
-
-    @property
-    def reason(self) -> str:  # type: ignore[override]
-        """The ``ErrorInfo.reason`` of the details, when the server sent one."""
-        for detail in self.details:
-            if isinstance(detail, dict) and isinstance(detail.get("reason"), str):
-                return str(detail["reason"])
-        return self.code.name
+        #: The ``ErrorInfo.reason`` of the details when the server sent one, else the code's name.
+        self.reason = _reason(self.details) or self.code.name
 
     def __str__(self) -> str:
         return self.message
 
 
 class AgentNotFound(ClientError, core.AgentNotFound):
-    def __init__(self, message: str, code: Code | int = Code.NOT_FOUND, details: Any = None, agent: str | None = None):
+    def __init__(
+        self, message: str, code: Code | int = Code.NOT_FOUND, details: Any = None, agent: str | None = None
+    ) -> None:
         super().__init__(message, code, details, agent)
         self.agent_name = agent or ""
 
 
 class InvalidRequest(ClientError, core.InvalidRequest):
-    def __init__(self, message: str, code: Code | int = Code.INVALID_ARGUMENT, details: Any = None, agent: str | None = None):
+    def __init__(
+        self, message: str, code: Code | int = Code.INVALID_ARGUMENT, details: Any = None, agent: str | None = None
+    ) -> None:
         super().__init__(message, code, details, agent)
         self.field = _violated_field(self.details)
 
@@ -143,6 +141,13 @@ def _as_code(code: Code | int) -> Code:
         return Code(int(code))
     except ValueError:
         return Code.UNKNOWN
+
+
+def _reason(details: list[dict[str, Any]]) -> str | None:
+    for detail in details:
+        if isinstance(detail, dict) and isinstance(detail.get("reason"), str):
+            return str(detail["reason"])
+    return None
 
 
 def _violated_field(details: list[dict[str, Any]]) -> str | None:

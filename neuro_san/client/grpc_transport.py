@@ -6,6 +6,10 @@ channel is opened lazily inside the running event loop (a ``grpc.aio`` channel b
 to the loop it was made in), and opened again if the client moves to another loop.
 """
 
+# `timeout` is the call's deadline, handed to grpc/aiohttp, which enforce it natively (and
+# asyncio.timeout would be wrong in the streaming generators): hence no ASYNC109.
+# ruff: noqa: ASYNC109
+
 from __future__ import annotations
 
 import asyncio
@@ -129,16 +133,18 @@ class GrpcTransport:
     def _error(self, error: grpc.aio.AioRpcError, agent: str | None) -> ClientError:
         code = Code(error.code().value[0])
         message = error.details() or error.code().name
-        if code is Code.UNAVAILABLE and _is_connection_failure(message):
+        details = _details(error)
+        # The server's own UNAVAILABLE (an upstream it could not reach) carries details;
+        # grpc core's "failed to connect" about this server does not.
+        if code is Code.UNAVAILABLE and not details and _is_connection_failure(message):
             return Unavailable(f"cannot reach the gRPC server at {self.target}: {message}", code, agent=agent)
         if code is Code.UNIMPLEMENTED and agent is not None:
             message = f"agent {agent!r} is not served at {self.target} ({message})"
-        return error_for(code, message, _details(error), agent)
+        return error_for(code, message, details, agent)
 
 
 def _is_connection_failure(message: str) -> bool:
-    lowered = message.lower()
-    return any(s in lowered for s in ("failed to connect", "connection refused", "dns resolution", "connect failed"))
+    return message.lower().startswith(("failed to connect", "connection refused", "dns resolution", "connect failed"))
 
 
 def _details(error: grpc.aio.AioRpcError) -> list[dict[str, Any]]:

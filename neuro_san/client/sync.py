@@ -40,7 +40,7 @@ class _LoopThread:
         try:
             while True:
                 try:
-                    yield self.run(stream.__anext__())
+                    yield self.run(_next(stream))
                 except StopAsyncIteration:
                     return
         finally:
@@ -52,6 +52,10 @@ class _LoopThread:
             self._thread.join(5)
         if not self.loop.is_running():
             self.loop.close()
+
+
+async def _next(stream: AsyncIterator[T]) -> T:
+    return await stream.__anext__()
 
 
 class AgentClient:
@@ -80,7 +84,9 @@ class AgentClient:
     def list(self, timeout: float | None = None) -> list[AgentInfo]:
         return self._loop.run(self._async.list(timeout))
 
-    def function(self, agent: str, metadata: Mapping[str, str] | None = None, timeout: float | None = None) -> FunctionInfo:
+    def function(
+        self, agent: str, metadata: Mapping[str, str] | None = None, timeout: float | None = None
+    ) -> FunctionInfo:
         return self._loop.run(self._async.function(agent, metadata, timeout))
 
     def connectivity(
