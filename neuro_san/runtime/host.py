@@ -23,6 +23,7 @@ from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.context import Journal, RequestContext, usage_structure
 from neuro_san.runtime.external import ExternalAgents, RemoteFactory
 from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
+from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.structure import extract_json_object
 
 _DONE = object()
@@ -42,12 +43,14 @@ class NetworkHost:
         coded_tools: CodedToolResolver,
         remote: RemoteFactory | None = None,
         keepalive_seconds: float = 0.0,
+        signer: ContextSigner | None = None,
     ) -> None:
         self._source = source
         self._models = models
         self._coded_tools = coded_tools
         self._externals = ExternalAgents(self, remote)
         self._keepalive = keepalive_seconds
+        self._signer = signer
 
     def _network(self, agent: str) -> NetworkSpec:
         network = self._source.get(agent)
@@ -176,7 +179,10 @@ class NetworkHost:
         network = ctx.network
         front = network.front
         origin = ctx.instantiate((), front.name)
-        prior = restore_history(request.chat_context, front.name)
+        incoming = request.chat_context
+        if self._signer is not None and incoming is not None and incoming.chat_histories:
+            incoming = self._signer.verify(incoming)
+        prior = restore_history(incoming, front.name)
         answer = await run_llm_agent(
             ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior
         )
@@ -196,10 +202,13 @@ class NetworkHost:
         if "json" in front.structure_formats:
             structure, text = extract_json_object(answer)
         sly_out = front.allow.to_upstream.apply(ctx.sly_data)
+        context = next_context(prior, origin, request.user_text, answer, front.max_message_history)
+        if self._signer is not None:
+            context = self._signer.sign(context)
         return ChatMessage(
             type=MessageType.AGENT_FRAMEWORK,
             text=text,
             structure=structure,
-            chat_context=next_context(prior, origin, request.user_text, answer, front.max_message_history),
+            chat_context=context,
             sly_data=sly_out or None,
         )

@@ -23,6 +23,7 @@ from neuro_san.llm.config import LlmFactory
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.signing import ContextSigner
 from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
@@ -56,6 +57,8 @@ class ServerConfig:
     keepalive_seconds: float = 0.0
     manifest_update_seconds: float = 0.0
     max_concurrent_requests: int = 0
+    #: Key that signs chat_context (AGENT_CHAT_CONTEXT_KEY); the same on every replica.
+    chat_context_key: bytes | None = None
 
     @classmethod
     def from_env(cls) -> ServerConfig:
@@ -71,6 +74,7 @@ class ServerConfig:
             keepalive_seconds=_env_float("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", 0.0),
             manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
             max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
+            chat_context_key=env.get("AGENT_CHAT_CONTEXT_KEY", "").encode() or None,
         )
 
 
@@ -88,6 +92,7 @@ class AgentServer:
             CodedToolResolver(roots),
             remote=_remote_factory(),
             keepalive_seconds=config.keepalive_seconds,
+            signer=ContextSigner(config.chat_context_key) if config.chat_context_key else None,
         )
         self.admission = Admission(config.max_concurrent_requests)
         self.health = health.aio.HealthServicer()
