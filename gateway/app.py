@@ -100,7 +100,7 @@ class Gateway:
         raw_path = request.rel_url.raw_path
         try:
             if request.method == "OPTIONS":
-                return self._options(request, raw_path, cors)
+                return self._with_cors(self._options(request, raw_path, cors), cors)
             match = self.router.match(request.method, raw_path)
             target = match.target
             if isinstance(target, ApiTarget):
@@ -116,7 +116,11 @@ class Gateway:
             ))
         except GatewayError as error:
             response = _error_response(error)
-        if not response.prepared:
+        return self._with_cors(response, cors)
+
+    @staticmethod
+    def _with_cors(response: web.StreamResponse, cors: list[tuple[str, str]]) -> web.StreamResponse:
+        if not response.prepared:  # a stream already sent its headers, CORS included
             for name, value in cors:
                 response.headers[name] = value
         return response

@@ -60,7 +60,7 @@ async def start_gateway(
             shutdown_timeout=config.shutdown_grace_seconds,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port, shutdown_timeout=config.shutdown_grace_seconds)
+        site = web.TCPSite(runner, host, port)
         await site.start()
     except BaseException:
         await invoker.close()
