@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 from aiohttp import web
@@ -228,7 +227,3 @@ def _error_response(error: GatewayError) -> web.Response:
         error.http_status, encode_status(error.status_dict()), list(error.headers.items())
     )
 
-
-def document_of(gateway: Gateway) -> Any:
-    """The OpenAPI document a gateway serves (for tests and tools)."""
-    return build_document(gateway.routes)

@@ -170,3 +170,57 @@ def test_additional_bindings_and_field_variables() -> None:
 def test_bad_body_field_is_a_startup_error() -> None:
     with pytest.raises(RouteConfigError, match="body field"):
         _routes_for(http_pb2.HttpRule(post="/v1/x", body="nope"))
+
+
+def _rich_routes() -> list[Route]:
+    """A service whose request has scalars, a repeated field, an enum and a sub-message."""
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="test_gw_rich.proto", package="gwrich", syntax="proto3")
+    proto.enum_type.add(name="Color").value.extend(
+        [descriptor_pb2.EnumValueDescriptorProto(name=n, number=i) for i, n in enumerate(["NONE", "RED", "BLUE"])]
+    )
+    inner = proto.message_type.add(name="Inner")
+    inner.field.add(name="sub_field", number=1, type=field.TYPE_INT32, json_name="subField")
+    request = proto.message_type.add(name="Req")
+    request.field.add(name="item_id", number=1, type=field.TYPE_STRING, json_name="itemId")
+    request.field.add(name="tags", number=2, type=field.TYPE_STRING, label=field.LABEL_REPEATED, json_name="tags")
+    request.field.add(name="color", number=3, type=field.TYPE_ENUM, type_name=".gwrich.Color", json_name="color")
+    request.field.add(name="inner", number=4, type=field.TYPE_MESSAGE, type_name=".gwrich.Inner", json_name="inner")
+    request.field.add(name="flag", number=5, type=field.TYPE_BOOL, json_name="flag")
+    proto.message_type.add(name="Resp")
+    service = proto.service.add(name="Rich")
+    rules = [
+        http_pb2.HttpRule(get="/v1/items/{item_id}"),
+        http_pb2.HttpRule(post="/v1/items/{item_id}:inner", body="inner"),
+        http_pb2.HttpRule(put="/v1/items/{item_id}", body="*"),
+    ]
+    for index, rule in enumerate(rules):
+        method = service.method.add(name=f"M{index}", input_type=".gwrich.Req", output_type=".gwrich.Resp")
+        method.options.Extensions[annotations_pb2.http].CopyFrom(rule)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return routes_from_services([pool.FindServiceByName("gwrich.Rich")])
+
+
+def test_binder_order_body_then_path_then_query() -> None:
+    from gateway.binder import RequestBinder
+    from gateway.errors import GatewayError
+
+    get, inner_body, put_all = (RequestBinder(route) for route in _rich_routes())
+    query = [("tags", "a"), ("tags", "b"), ("color", "blue"), ("inner.subField", "7"), ("flag", "true"),
+             ("item_id", "ignored: bound by the path"), ("unknown", "x")]
+    message, metadata = get.bind(b"", {"item_id": "i-1"}, query)
+    assert (message.item_id, list(message.tags), message.color, message.inner.sub_field, message.flag) == (
+        "i-1", ["a", "b"], 2, 7, True
+    )
+    assert metadata == []
+    assert get.bind(b"", {"item_id": "x"}, [("color", "nope")])[0].color == 0
+    for bad_query in ([("flag", "maybe")], [("inner.sub_field", "x")], [("color", "RED"), ("color", "BLUE")]):
+        with pytest.raises(GatewayError):
+            get.bind(b"", {"item_id": "x"}, bad_query)
+    # body: "inner" fills only that field; the query still fills the others.
+    message, _ = inner_body.bind(b'{"subField": 3}', {"item_id": "i-2"}, [("tags", "t")])
+    assert (message.inner.sub_field, message.item_id, list(message.tags)) == (3, "i-2", ["t"])
+    # body: "*" — the path wins over the body, and the query is ignored.
+    message, _ = put_all.bind(b'{"item_id": "from-body", "tags": ["b"]}', {"item_id": "from-path"}, [("tags", "q")])
+    assert (message.item_id, list(message.tags)) == ("from-path", ["b"])
