@@ -30,15 +30,18 @@ from neuro_san.core.errors import Code
 class ClientError(core.NeuroSanError):
     """A call failed; ``code`` is the status the server (or the transport) reported."""
 
+    code = Code.UNKNOWN
+
     def __init__(
         self,
         message: str,
-        code: Code | int = Code.UNKNOWN,
+        code: Code | int | None = None,
         details: list[dict[str, Any]] | None = None,
         agent: str | None = None,
     ) -> None:
         core.NeuroSanError.__init__(self, message)
-        self.code = _as_code(code)
+        # By default the code of the kind (Unavailable → UNAVAILABLE …).
+        self.code = type(self).code if code is None else _as_code(code)
         self.details = details or []
         self.agent = agent
         #: The ``ErrorInfo.reason`` of the details when the server sent one, else the code's name.
@@ -49,47 +52,51 @@ class ClientError(core.NeuroSanError):
 
 
 class AgentNotFound(ClientError, core.AgentNotFound):
+    code = Code.NOT_FOUND
+
     def __init__(
-        self, message: str, code: Code | int = Code.NOT_FOUND, details: Any = None, agent: str | None = None
+        self, message: str, code: Code | int | None = None, details: Any = None, agent: str | None = None
     ) -> None:
         super().__init__(message, code, details, agent)
         self.agent_name = agent or ""
 
 
 class InvalidRequest(ClientError, core.InvalidRequest):
+    code = Code.INVALID_ARGUMENT
+
     def __init__(
-        self, message: str, code: Code | int = Code.INVALID_ARGUMENT, details: Any = None, agent: str | None = None
+        self, message: str, code: Code | int | None = None, details: Any = None, agent: str | None = None
     ) -> None:
         super().__init__(message, code, details, agent)
         self.field = _violated_field(self.details)
 
 
 class Unauthenticated(ClientError, core.Unauthenticated):
-    pass
+    code = Code.UNAUTHENTICATED
 
 
 class PermissionDenied(ClientError, core.PermissionDenied):
-    pass
+    code = Code.PERMISSION_DENIED
 
 
 class Unavailable(ClientError, core.CapacityError):
-    pass
+    code = Code.UNAVAILABLE
 
 
 class ResourceExhausted(ClientError, core.Overloaded):
-    pass
+    code = Code.RESOURCE_EXHAUSTED
 
 
 class DeadlineExceeded(ClientError, core.RequestTimeout):
-    pass
+    code = Code.DEADLINE_EXCEEDED
 
 
 class Cancelled(ClientError):
-    pass
+    code = Code.CANCELLED
 
 
 class ServerError(ClientError, core.RunError):
-    pass
+    code = Code.INTERNAL
 
 
 _BY_CODE: dict[Code, type[ClientError]] = {
