@@ -19,6 +19,10 @@ class AgentHost(Protocol):
         """Whether ``agent`` is served (public or not)."""
         ...
 
+    def is_public(self, agent: str) -> bool:
+        """Whether ``agent`` is listed publicly (True for unknown agents)."""
+        ...
+
     def function(self, agent: str) -> Mapping[str, Any]:
         """The front man's ``function`` dict. Raises AgentNotFound."""
         ...
@@ -29,8 +33,8 @@ class AgentHost(Protocol):
         """One entry per node reachable from the front man, and the network metadata."""
         ...
 
-    def list_agents(self) -> list[AgentInfo]:
-        """The public networks, sorted by name."""
+    def list_agents(self, include_private: bool = False) -> list[AgentInfo]:
+        """The public networks (and the private ones when asked), sorted by name."""
         ...
 
     def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:

@@ -141,3 +141,5 @@ class AgentInfo:
     agent_name: str
     description: str
     tags: tuple[str, ...]
+    #: False for networks served but not listed (manifest ``public: false``).
+    public: bool = True

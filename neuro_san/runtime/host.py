@@ -61,6 +61,10 @@ class NetworkHost:
     def has_agent(self, agent: str) -> bool:
         return self._source.get(agent) is not None
 
+    def is_public(self, agent: str) -> bool:
+        network = self._source.get(agent)
+        return network is None or network.public
+
     def function(self, agent: str) -> Mapping[str, Any]:
         return self._network(agent).front.function
 
@@ -84,10 +88,10 @@ class NetworkHost:
                     order.append(tool)
         return entries, network.metadata
 
-    def list_agents(self) -> list[AgentInfo]:
+    def list_agents(self, include_private: bool = False) -> list[AgentInfo]:
         infos = []
         for name, network in sorted(self._source.networks().items()):
-            if not network.public:
+            if not network.public and not include_private:
                 continue
             meta = network.metadata or {}
             tags = meta.get("tags") or ()
@@ -96,6 +100,7 @@ class NetworkHost:
                     agent_name=name,
                     description=str(meta.get("description", "")),
                     tags=tuple(str(t) for t in tags) if isinstance(tags, (list, tuple)) else (),
+                    public=network.public,
                 )
             )
         return infos

@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 
 from neuro_san.api.grpc import agent_pb2
+from neuro_san.core.access import AccessPolicy, credentials_from_metadata
 from neuro_san.core.errors import InvalidRequest
 from neuro_san.core.host import AgentHost
 from neuro_san.service import convert
@@ -32,9 +33,14 @@ _EMPTY_RESPONSE = agent_pb2.ChatResponse()
 
 class AgentRouter(grpc.GenericRpcHandler):
     def __init__(
-        self, host: AgentHost, forwarded_metadata: Sequence[str] = (), admission: Admission | None = None
+        self,
+        host: AgentHost,
+        forwarded_metadata: Sequence[str] = (),
+        admission: Admission | None = None,
+        access: AccessPolicy | None = None,
     ) -> None:
         self._host = host
+        self._access = access or AccessPolicy()
         self._admission = admission or Admission()
         self._forwarded = tuple(k.lower() for k in forwarded_metadata)
         self._qualified = self._handlers(None)
@@ -80,8 +86,14 @@ class AgentRouter(grpc.GenericRpcHandler):
         }
 
     def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext) -> str:
-        if fixed is not None:
-            return fixed
+        """The agent the call names, once the caller is allowed to call it."""
+        name = fixed if fixed is not None else self._named_in_metadata(context)
+        if self._access.enabled:
+            principal = self._access.authenticate(credentials_from_metadata(context.invocation_metadata() or ()))
+            self._access.check(principal, name, self._host.is_public(name))
+        return name
+
+    def _named_in_metadata(self, context: grpc.aio.ServicerContext) -> str:
         for key, value in context.invocation_metadata() or ():
             if key == AGENT_NAME_KEY:
                 return value if isinstance(value, str) else value.decode()

@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
+from neuro_san.core.access import AccessPolicy
 from neuro_san.llm.config import LlmFactory
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.runtime.coded_tools import CodedToolResolver
@@ -59,6 +60,7 @@ class ServerConfig:
     max_concurrent_requests: int = 0
     #: Key that signs chat_context (AGENT_CHAT_CONTEXT_KEY); the same on every replica.
     chat_context_key: bytes | None = None
+    access: AccessPolicy = field(default_factory=AccessPolicy)
 
     @classmethod
     def from_env(cls) -> ServerConfig:
@@ -75,6 +77,7 @@ class ServerConfig:
             manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
             max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
             chat_context_key=env.get("AGENT_CHAT_CONTEXT_KEY", "").encode() or None,
+            access=AccessPolicy.from_env(env),
         )
 
 
@@ -109,9 +112,10 @@ class AgentServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission)
+        access = self.config.access
+        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission, access)
         server.add_generic_rpc_handlers([router])
-        concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(ConciergeServicer(self.host), server)
+        concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(ConciergeServicer(self.host, access), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             [AGENT_SERVICE, CONCIERGE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
@@ -125,6 +129,12 @@ class AgentServer:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if self.config.manifest_update_seconds > 0:
             self._watch = asyncio.create_task(self.registry.watch(self.config.manifest_update_seconds))
+        if not access.enabled and self.config.host not in ("127.0.0.1", "localhost", "::1"):
+            log.warning(
+                "listening on %s without authentication: anyone who can reach this port can call every "
+                "agent; set AGENT_API_KEYS or AGENT_API_KEYS_FILE",
+                self.config.host,
+            )
         names = sorted(self.registry.networks())
         log.info(
             "gRPC listening on %s:%d serving %d networks: %s",
