@@ -21,9 +21,8 @@ from neuro_san.core.errors import Code, http_status
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
-# Imported for its side effect too: the google.rpc detail types are in the default
-# pool, so their Any details render as JSON instead of base64.
-_ = error_details_pb2
+# error_details_pb2 is imported for its side effect too: the google.rpc detail types
+# are then in the default pool, so their Any details render as JSON, not base64.
 
 
 class GatewayError(Exception):
@@ -61,20 +60,28 @@ def status_from_rpc_error(error: grpc.aio.AioRpcError) -> tuple[int, dict[str, A
     code = error.code().value[0]
     message = error.details() or ""
     details: list[dict[str, Any]] = []
+    reason: str | None = None
     trailing = error.trailing_metadata() or ()
     for key, value in trailing:
         if key == _STATUS_DETAILS_KEY and isinstance(value, bytes):
-            details = _decode_details(value)
+            details, reason = _decode_details(value)
             break
-    return http_status(code), {"code": code, "message": message, "details": details}
+    # The reason matters too: a server at its concurrency cap is 503, not 429.
+    return http_status(code, reason), {"code": code, "message": message, "details": details}
 
 
-def _decode_details(raw: bytes) -> list[dict[str, Any]]:
+def _decode_details(raw: bytes) -> tuple[list[dict[str, Any]], str | None]:
     try:
         status = status_pb2.Status.FromString(raw)
     except Exception:  # noqa: BLE001 - a broken detail must not turn into a 500
-        return []
-    return [any_to_dict(detail) for detail in status.details]
+        return [], None
+    reason = None
+    for detail in status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            reason = info.reason
+    return [any_to_dict(detail) for detail in status.details], reason
 
 
 def any_to_dict(detail: any_pb2.Any) -> dict[str, Any]:

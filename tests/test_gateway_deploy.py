@@ -136,6 +136,18 @@ def test_draining_server_answers_503(markers: Path) -> None:
         assert in_flight and in_flight[0].status in (200, 503), in_flight
 
 
+def test_server_at_its_concurrency_cap_is_503(markers: Path) -> None:
+    env = {"GATEWAY_TEST_MARKER_DIR": str(markers), "AGENT_MAX_CONCURRENT_REQUESTS": "1"}
+    with start_server(http=True, env=env, extra_args=PROBE_ARGS) as server:
+        port = server.http_port
+        worker = threading.Thread(target=lambda: chat(port, "probe", "slow:cap1", **{"Grpc-Timeout": "3S"}))
+        worker.start()
+        assert wait_for(lambda: (markers / "started-cap1").exists())
+        status = assert_status(chat(port, "echo", "hi"), 503, 8)
+        assert any(d.get("reason") == "TOO_MANY_REQUESTS" for d in status["details"]), status
+        worker.join(10)
+
+
 def test_standalone_gateway_round_robins_over_two_servers() -> None:
     with start_server() as plain, start_server(extra_args=PROBE_ARGS) as with_probe:
         port = free_port()
