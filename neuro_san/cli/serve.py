@@ -38,6 +38,12 @@ def add_command(commands: Any) -> None:
         help="root of coded tools; repeat for several (AGENT_TOOL_PATH)",
     )
     parser.add_argument("--server-name", default=None, help="health service name (AGENT_SERVER_NAME)")
+    parser.add_argument("--tls-cert", default=None, metavar="PEM", help="TLS certificate chain (AGENT_TLS_CERT_FILE)")
+    parser.add_argument("--tls-key", default=None, metavar="PEM", help="TLS private key (AGENT_TLS_KEY_FILE)")
+    parser.add_argument(
+        "--tls-client-ca", default=None, metavar="PEM",
+        help="require client certificates signed by this CA: mutual TLS (AGENT_TLS_CLIENT_CA_FILE)",
+    )
     parser.add_argument("--grace", type=float, default=30.0, help="seconds to let calls finish on SIGTERM")
     parser.add_argument(
         "--log-level", default=os.environ.get("AGENT_SERVICE_LOG_LEVEL", "INFO"),
@@ -58,6 +64,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         config.tool_paths = [Path(p) for p in args.tool_path]
     if args.server_name:
         config.server_name = args.server_name
+    for name in ("tls_cert", "tls_key", "tls_client_ca"):
+        if getattr(args, name):
+            setattr(config, name, Path(getattr(args, name)))
     return config
 
 
@@ -88,7 +97,7 @@ async def _serve(args: argparse.Namespace) -> int:
         if http_port is None:
             http_port = int(os.environ.get("AGENT_HTTP_PORT", "8080") or 8080)
         gateway = await start_gateway(
-            f"127.0.0.1:{server.port}" if config.host in ("0.0.0.0", "::", "") else f"{config.host}:{server.port}",
+            server.internal_target,
             config.host,
             http_port,
             GatewayConfig(

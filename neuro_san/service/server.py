@@ -46,6 +46,11 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value) if value else None
+
+
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -61,6 +66,22 @@ class ServerConfig:
     #: Key that signs chat_context (AGENT_CHAT_CONTEXT_KEY); the same on every replica.
     chat_context_key: bytes | None = None
     access: AccessPolicy = field(default_factory=AccessPolicy)
+    #: PEM files for TLS; with ``tls_client_ca``, clients must present a certificate it signed.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+
+    def server_credentials(self) -> grpc.ServerCredentials | None:
+        if self.tls_cert is None and self.tls_key is None:
+            return None
+        if self.tls_cert is None or self.tls_key is None:
+            raise ValueError("TLS needs both a certificate and a key (--tls-cert and --tls-key)")
+        client_ca = self.tls_client_ca.read_bytes() if self.tls_client_ca else None
+        return grpc.ssl_server_credentials(
+            [(self.tls_key.read_bytes(), self.tls_cert.read_bytes())],
+            root_certificates=client_ca,
+            require_client_auth=client_ca is not None,
+        )
 
     @classmethod
     def from_env(cls) -> ServerConfig:
@@ -78,6 +99,9 @@ class ServerConfig:
             max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
             chat_context_key=env.get("AGENT_CHAT_CONTEXT_KEY", "").encode() or None,
             access=AccessPolicy.from_env(env),
+            tls_cert=_env_path("AGENT_TLS_CERT_FILE"),
+            tls_key=_env_path("AGENT_TLS_KEY_FILE"),
+            tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
         )
 
 
@@ -100,6 +124,9 @@ class AgentServer:
         self.admission = Admission(config.max_concurrent_requests)
         self.health = health.aio.HealthServicer()
         self.port = 0
+        #: A private, always-plaintext listener (an abstract unix socket, so no file and no
+        #: network exposure) for the in-process gateway, which then needs no certificates.
+        self.internal_target = f"unix-abstract:neuro-san-{os.getpid()}-{id(self):x}"
         self._server: grpc.aio.Server | None = None
         self._watch: asyncio.Task[None] | None = None
 
@@ -120,7 +147,13 @@ class AgentServer:
         reflection.enable_server_reflection(
             [AGENT_SERVICE, CONCIERGE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
         )
-        self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        address = f"{self.config.host}:{self.config.port}"
+        credentials = self.config.server_credentials()
+        if credentials is None:
+            self.port = server.add_insecure_port(address)
+        else:
+            self.port = server.add_secure_port(address, credentials)
+        server.add_insecure_port(self.internal_target)
         if self.port == 0:
             raise OSError(f"cannot listen on {self.config.host}:{self.config.port}")
         await server.start()
