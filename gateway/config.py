@@ -19,7 +19,9 @@ class GatewayConfig:
     - ``max_timeout_seconds``: cap on ``Grpc-Timeout``, and the deadline when none is sent.
     - ``cors_origins``: origins allowed by CORS (``"*"`` for any); empty: no CORS headers.
     - ``keepalive_seconds``: after this many quiet seconds an SSE stream gets a
-      ``: keep-alive`` comment, and the gRPC channel pings the server; 0 turns both off.
+      ``: keep-alive`` comment (so proxies keep it open); 0 turns it off. NDJSON streams
+      get none: a blank line would break line-by-line JSON readers. The gRPC channel is
+      not pinged on this period (servers answer frequent pings with GOAWAY).
     - ``shutdown_grace_seconds``: how long ``stop()`` lets streams in flight finish.
     """
 

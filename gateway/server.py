@@ -50,7 +50,7 @@ async def start_gateway(
     stays the caller's to close).
     """
     config = config or GatewayConfig()
-    invoker = await Invoker.connect(target, config.max_body_bytes, config.keepalive_seconds)
+    invoker = await Invoker.connect(target, config.max_body_bytes)
     try:
         gateway = Gateway(invoker, config)
         runner = web.AppRunner(

@@ -103,6 +103,26 @@ def test_config_limits_and_a_shared_channel(upstream: ServerProcess) -> None:
     asyncio.run(scenario())
 
 
+def test_sse_heartbeat_on_a_quiet_stream(upstream: ServerProcess) -> None:
+    async def scenario() -> None:
+        handle = await start_gateway(upstream.grpc_target, "127.0.0.1", 0, GatewayConfig(keepalive_seconds=0.2))
+        try:
+            async with aiohttp.ClientSession() as session:
+                status, headers, body = await _request(
+                    session, "POST", f"http://127.0.0.1:{handle.port}/api/v1/probe/streaming_chat",
+                    json={"user_message": {"text": "slow:beat"}, "chat_filter": {"chat_filter_type": 2}},
+                    headers={"Accept": "text/event-stream", "Grpc-Timeout": "1S"},
+                )
+            assert status == 200 and headers["Content-Type"] == "text/event-stream"
+            frames = body.decode().split("\n\n")
+            assert frames.count(": keep-alive") >= 2, frames
+            assert frames[-2].startswith("event: error\n")
+        finally:
+            await handle.stop()
+
+    asyncio.run(scenario())
+
+
 def test_unreachable_upstream_is_503() -> None:
     async def scenario() -> None:
         handle = await start_gateway(f"127.0.0.1:{free_port()}", "127.0.0.1", 0)
