@@ -1,0 +1,91 @@
+"""S6's floors: the least a Python server on this machine can do per chat.
+
+``python -m bench.floor grpc``: a bare grpc.aio server answering StreamingChat with one
+ChatResponse echoing the text. ``python -m bench.floor http``: a bare aiohttp server
+answering ``POST /api/v1/{agent}/streaming_chat`` with one NDJSON line echoing the text.
+No LLM, no runtime, no gateway: what is left is the framework's own cost per call, which
+bounds what S2 (HTTP) and S4 (gRPC) could reach. Prints ``READY port=<port>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+from collections.abc import AsyncIterator, Sequence
+
+import grpc
+from aiohttp import web
+from neuro_san.api.grpc import agent_pb2, chat_pb2
+
+from bench.fake import run_loop
+from bench.load import GRPC_METHOD
+
+
+class EchoHandler(grpc.GenericRpcHandler):
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if handler_call_details.method != GRPC_METHOD:  # type: ignore[attr-defined]
+            return None
+        return grpc.unary_stream_rpc_method_handler(
+            self.chat,
+            request_deserializer=agent_pb2.ChatRequest.FromString,
+            response_serializer=agent_pb2.ChatResponse.SerializeToString,
+        )
+
+    @staticmethod
+    async def chat(
+        request: agent_pb2.ChatRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[agent_pb2.ChatResponse]:
+        response = agent_pb2.ChatResponse()
+        response.response.type = chat_pb2.ChatMessage.AGENT_FRAMEWORK
+        response.response.text = request.user_message.text
+        yield response
+
+
+async def http_chat(request: web.Request) -> web.StreamResponse:
+    body = json.loads(await request.read())
+    text = body.get("user_message", {}).get("text", "")
+    stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json-lines"})
+    await stream.prepare(request)
+    line = {"response": {"type": "AGENT_FRAMEWORK", "text": text}}
+    await stream.write(json.dumps(line).encode() + b"\n")
+    await stream.write_eof()
+    return stream
+
+
+async def serve(kind: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if kind == "grpc":
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers([EchoHandler()])
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        print(f"READY port={port}", flush=True)
+        await stop.wait()
+        await server.stop(0)
+        return
+    app = web.Application()
+    app.router.add_post("/api/v1/{agent}/streaming_chat", http_chat)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+    await site.start()
+    print(f"READY port={runner.addresses[0][1]}", flush=True)
+    await stop.wait()
+    await runner.cleanup()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="bare echo servers: the benchmark's floor")
+    parser.add_argument("kind", choices=("grpc", "http"))
+    parser.add_argument("--uvloop", action="store_true")
+    args = parser.parse_args(argv)
+    run_loop(serve(args.kind), args.uvloop)
+
+
+if __name__ == "__main__":
+    main()

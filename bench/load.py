@@ -1,0 +1,141 @@
+"""The load generator, a process of its own: ``python -m bench.load '<json spec>'``.
+
+It prepares (connections, a warm-up), prints ``READY``, waits for one line on stdin (so
+the orchestrator can sample the server's CPU exactly around the measured window), runs,
+and prints ``RESULT <json>``. One code path serves the real server and the bare floor
+servers, so their figures compare.
+
+Spec keys: ``transport`` (``http``: aiohttp client, NDJSON streaming_chat through the
+gateway; ``grpc``: grpc.aio, StreamingChat with ``agent-name`` metadata), ``target``
+(``http://host:port`` or ``host:port``), ``agent``, ``text``, ``mode`` (``closed``:
+``clients`` workers each chatting back to back for ``duration`` seconds or until
+``count`` chats; ``burst``: ``count`` chats started at once), ``warmup`` (chats per
+worker before READY), ``uvloop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import grpc
+from neuro_san.api.grpc import agent_pb2
+
+from bench.fake import run_loop
+
+GRPC_METHOD = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
+Chat = Callable[[], Awaitable[bool]]
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an already sorted list (0.0 when empty)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(0, min(len(sorted_values) - 1, round(fraction * len(sorted_values) + 0.5) - 1))
+    return sorted_values[rank]
+
+
+async def http_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Callable[[], Awaitable[None]]]:
+    connector = aiohttp.TCPConnector(limit=connections, limit_per_host=connections)
+    session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120))
+    url = f"{spec['target']}/api/v1/{spec['agent']}/streaming_chat"
+    body = json.dumps({"user_message": {"text": spec["text"]}}).encode()
+    headers = {"Content-Type": "application/json"}
+
+    async def chat() -> bool:
+        async with session.post(url, data=body, headers=headers) as response:
+            payload = await response.read()
+            return response.status == 200 and b'"response"' in payload and b'{"error"' not in payload
+
+    return chat, session.close
+
+
+async def grpc_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Callable[[], Awaitable[None]]]:
+    channel = grpc.aio.insecure_channel(
+        spec["target"], options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)]
+    )
+    # Bytes in, bytes out: the client does no (de)serialisation work of its own.
+    call = channel.unary_stream(GRPC_METHOD)
+    request = agent_pb2.ChatRequest(user_message={"text": spec["text"]}).SerializeToString()
+    metadata = (("agent-name", spec["agent"]),)
+
+    async def chat() -> bool:
+        received = 0
+        async for _ in call(request, metadata=metadata):
+            received += 1
+        return received > 0
+
+    async def close() -> None:
+        await channel.close()
+
+    return chat, close
+
+
+async def timed(chat: Chat, latencies: list[float], failures: list[str]) -> None:
+    started = time.perf_counter()
+    try:
+        ok = await chat()
+    except Exception as error:  # counted, not raised: a benchmark reports failures
+        failures.append(type(error).__name__)
+        return
+    if ok:
+        latencies.append(time.perf_counter() - started)
+    else:
+        failures.append("bad response")
+
+
+async def main(spec: dict[str, Any]) -> dict[str, Any]:
+    mode = spec.get("mode", "closed")
+    clients = int(spec.get("clients", 1))
+    count = int(spec.get("count", 0))
+    connections = count if mode == "burst" else clients
+    make = http_client if spec["transport"] == "http" else grpc_client
+    chat, close = await make(spec, connections)
+    warm_latencies: list[float] = []
+    warm_failures: list[str] = []
+    for _ in range(int(spec.get("warmup", 2))):
+        await asyncio.gather(*(timed(chat, warm_latencies, warm_failures) for _ in range(clients)))
+    print("READY", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+    latencies: list[float] = []
+    failures: list[str] = []
+    started = time.perf_counter()
+    if mode == "burst":
+        await asyncio.gather(*(timed(chat, latencies, failures) for _ in range(count)))
+    else:
+        deadline = started + float(spec.get("duration", 5.0))
+        budget = [count or 1 << 62]
+
+        async def worker() -> None:
+            while time.perf_counter() < deadline and budget[0] > 0:
+                budget[0] -= 1
+                await timed(chat, latencies, failures)
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    elapsed = time.perf_counter() - started
+    await close()
+    latencies.sort()
+    return {
+        "completed": len(latencies),
+        "failed": len(failures),
+        "failure_kinds": sorted(set(failures))[:5],
+        "warmup_failed": len(warm_failures),
+        "elapsed_s": elapsed,
+        "chats_per_s": len(latencies) / elapsed if elapsed > 0 else 0.0,
+        "p50_ms": percentile(latencies, 0.50) * 1000,
+        "p90_ms": percentile(latencies, 0.90) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
+        "max_ms": (latencies[-1] if latencies else 0.0) * 1000,
+    }
+
+
+if __name__ == "__main__":
+    parsed = json.loads(sys.argv[1])
+    result = run_loop(main(parsed), bool(parsed.get("uvloop")))
+    print("RESULT " + json.dumps(result), flush=True)

@@ -1,0 +1,214 @@
+"""``python -m bench.run`` (``make bench``): every scenario, one table, one JSON file.
+
+Starts the fake LLM, ``neuro-san serve`` (gRPC + gateway), the bare floor servers and a
+load generator per run, all on loopback, as separate processes. Each scenario runs
+``--runs`` times (default 3) and reports the median of each figure. The server's CPU per
+chat comes from /proc/<pid>/stat over the measured window; memory from
+/proc/<pid>/status. ``--smoke`` runs everything very briefly (CI keeps the suite from
+rotting); nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import procs
+from bench.table import render_table
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6")
+
+
+@dataclass(frozen=True)
+class Settings:
+    runs: int = 3
+    s1_seconds: float = 5.0
+    load_seconds: float = 15.0
+    clients: int = 16
+    s5_chats: int = 2000
+    s5_latency_ms: float = 1000.0
+    floor_seconds: float = 10.0
+    startups: int = 3
+    warmup: int = 2
+
+
+SMOKE = Settings(
+    runs=1, s1_seconds=1.0, load_seconds=1.0, s5_chats=200, s5_latency_ms=300.0, floor_seconds=1.0, startups=1,
+    warmup=1,
+)  # fmt: skip
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per key, the median of the runs' numbers (other values from the first run)."""
+    merged: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            merged[key] = statistics.median(run[key] for run in runs)
+        else:
+            merged[key] = value
+    return merged
+
+
+def repeat(runs: int, once: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    results = [once() for _ in range(runs)]
+    return {**median_of(results), "runs": results}
+
+
+def closed_spec(transport: str, target: str, agent: str, clients: int, seconds: float, s: Settings, fast: bool) -> (
+    dict[str, Any]
+):
+    return {
+        "transport": transport, "target": target, "agent": agent, "text": "hello, benchmark",
+        "mode": "closed", "clients": clients, "duration": seconds, "warmup": s.warmup, "uvloop": fast,
+    }  # fmt: skip
+
+
+def measure_startup(fake_port: int, s: Settings, fast: bool) -> tuple[dict[str, Any], procs.Server]:
+    """Start the server ``startups`` times: time to READY and healthy, idle RSS, first chat.
+    The last server is kept for S1-S4."""
+    runs: list[dict[str, Any]] = []
+    server: procs.Server | None = None
+    for index in range(s.startups):
+        server = procs.start_server(fake_port, fast)
+        time.sleep(0.5)  # let start-up garbage settle before calling it idle
+        idle = procs.memory_mib(server.proc.pid)
+        spec = closed_spec("http", server.http_base, "echo", 1, 60, s, fast)
+        first = procs.run_load({**spec, "count": 1, "warmup": 0})
+        runs.append(
+            {
+                "ready_s": server.ready_s,
+                "healthy_s": server.healthy_s,
+                "idle_rss_mib": idle["rss_mib"],
+                "first_chat_ms": first["p50_ms"],
+                "first_chat_ok": first["completed"] == 1,
+            }
+        )
+        if index < s.startups - 1:
+            server.proc.stop()
+    assert server is not None
+    return {**median_of(runs), "runs": runs}, server
+
+
+def run_all(s: Settings, fast: bool) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    fake, fake_port = procs.start_fake(0.0, fast)
+    try:
+        results["startup"], server = measure_startup(fake_port, s, fast)
+        pid = server.proc.pid
+        try:
+            http, grpc_target = server.http_base, server.grpc_target
+            s1 = closed_spec("http", http, "echo", 1, s.s1_seconds, s, fast)
+            results["S1"] = repeat(s.runs, lambda: procs.run_load(s1, pid))
+            s2 = closed_spec("http", http, "echo", s.clients, s.load_seconds, s, fast)
+            results["S2"] = repeat(s.runs, lambda: procs.run_load(s2, pid))
+            results["startup"]["rss_after_s2_mib"] = procs.memory_mib(pid)["rss_mib"]
+            s3 = closed_spec("http", http, "math_guy", s.clients, s.load_seconds, s, fast)
+            results["S3"] = repeat(s.runs, lambda: procs.run_load(s3, pid))
+            s4 = closed_spec("grpc", grpc_target, "echo", s.clients, s.load_seconds, s, fast)
+            results["S4"] = repeat(s.runs, lambda: procs.run_load(s4, pid))
+            results["S4"]["ratio_to_s2"] = _ratio(results["S4"]["chats_per_s"], results["S2"]["chats_per_s"])
+        finally:
+            server.proc.stop()
+    finally:
+        fake.stop()
+    results["S5"] = run_s5(s, fast)
+    results["S6"] = run_floors(s, fast, results)
+    return results
+
+
+def run_s5(s: Settings, fast: bool) -> dict[str, Any]:
+    """A burst of ``s5_chats`` concurrent HTTP chats against an LLM taking ``s5_latency_ms``."""
+    fake, fake_port = procs.start_fake(s.s5_latency_ms, fast)
+    try:
+        server = procs.start_server(fake_port, fast)
+        try:
+            spec = {
+                **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
+                "mode": "burst", "count": s.s5_chats, "warmup": 1,
+            }  # fmt: skip
+            result = repeat(s.runs, lambda: procs.run_load(spec, server.proc.pid, timeout=600))
+            result["peak_rss_mib"] = procs.memory_mib(server.proc.pid)["peak_rss_mib"]
+            result["chats"] = s.s5_chats
+            result["llm_latency_ms"] = s.s5_latency_ms
+        finally:
+            server.proc.stop()
+    finally:
+        fake.stop()
+    return result
+
+
+def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, Any]:
+    floors: dict[str, Any] = {}
+    for kind in ("http", "grpc"):
+        floor, port = procs.start_floor(kind, fast)
+        try:
+            target = f"http://127.0.0.1:{port}" if kind == "http" else f"127.0.0.1:{port}"
+            spec = closed_spec(kind, target, "echo", s.clients, s.floor_seconds, s, fast)
+            floors[kind] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid))  # noqa: B023
+        finally:
+            floor.stop()
+    floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
+    floors["s4_fraction_of_grpc_floor"] = _ratio(results["S4"]["chats_per_s"], floors["grpc"]["chats_per_s"])
+    return floors
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def uvloop_installed() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="every scenario, very briefly (under a minute)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per scenario (median reported; default 3)")
+    parser.add_argument("--no-uvloop", action="store_true", help="run every process on asyncio's own loop")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for <timestamp>.json and latest.json")
+    args = parser.parse_args(argv)
+    settings = SMOKE if args.smoke else Settings()
+    if args.runs:
+        settings = Settings(**{**asdict(settings), "runs": args.runs})
+    fast = uvloop_installed() and not args.no_uvloop
+    started = time.monotonic()
+    scenarios = run_all(settings, fast)
+    report = {
+        "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "event_loop": "uvloop" if fast else "asyncio",
+        },
+        "smoke": args.smoke,
+        "settings": asdict(settings),
+        "wall_s": time.monotonic() - started,
+        "scenarios": scenarios,
+    }
+    print(render_table(report))
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=2)
+    (args.out / f"{report['timestamp'].replace(':', '')}.json").write_text(text)
+    (args.out / "latest.json").write_text(text)
+    print(f"\nwritten: {args.out / 'latest.json'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The benchmark's one table, rendered from a report (see :mod:`bench.run`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# (scenario, key, label, unit, target): the rows, in order. Targets are for reading; the
+# benchmark never asserts them.
+ROWS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("startup", "healthy_s", "start → healthy", "s", "≤ 1.5"),
+    ("startup", "first_chat_ms", "first chat", "ms", "≤ 50"),
+    ("startup", "idle_rss_mib", "RSS idle", "MiB", "≤ 80"),
+    ("startup", "rss_after_s2_mib", "RSS after S2", "MiB", ""),
+    ("S1", "p50_ms", "S1 echo, 1 client, HTTP: p50", "ms", "≤ 3"),
+    ("S1", "p99_ms", "S1 p99", "ms", ""),
+    ("S1", "cpu_ms_per_chat", "S1 server CPU per chat", "ms", ""),
+    ("S2", "chats_per_s", "S2 echo, 16 clients, HTTP", "chats/s", "≥ 400"),
+    ("S2", "p50_ms", "S2 p50", "ms", ""),
+    ("S2", "p99_ms", "S2 p99", "ms", ""),
+    ("S2", "cpu_ms_per_chat", "S2 server CPU per chat", "ms", ""),
+    ("S3", "chats_per_s", "S3 math_guy (2 LLM calls + coded tool), 16 clients, HTTP", "chats/s", "≥ 200"),
+    ("S3", "p50_ms", "S3 p50", "ms", ""),
+    ("S3", "cpu_ms_per_chat", "S3 server CPU per chat", "ms", ""),
+    ("S4", "chats_per_s", "S4 echo, 16 clients, gRPC", "chats/s", ""),
+    ("S4", "ratio_to_s2", "S4 / S2", "×", "≥ 1.3"),
+    ("S4", "p50_ms", "S4 p50", "ms", ""),
+    ("S4", "cpu_ms_per_chat", "S4 server CPU per chat", "ms", ""),
+    ("S5", "completed", "S5 burst, 1 s LLM: completed", "chats", "all"),
+    ("S5", "p99_ms", "S5 p99", "ms", "≤ 1250"),
+    ("S5", "peak_rss_mib", "S5 peak RSS", "MiB", "≤ 400"),
+    ("S6", "http.chats_per_s", "S6 bare aiohttp echo floor", "chats/s", ""),
+    ("S6", "grpc.chats_per_s", "S6 bare grpc.aio echo floor", "chats/s", ""),
+    ("S6", "s2_fraction_of_http_floor", "S2 / HTTP floor", "×", ""),
+    ("S6", "s4_fraction_of_grpc_floor", "S4 / gRPC floor", "×", ""),
+)
+
+
+def _lookup(scenario: dict[str, Any], dotted: str) -> Any:
+    value: Any = scenario
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 10 else f"{value:,.0f}"
+    return str(value)
+
+
+def render_table(report: dict[str, Any]) -> str:
+    machine = report["machine"]
+    lines = [
+        f"neuro-san-grpc benchmark {report['timestamp']}  cores={machine['cores']}  "
+        f"python={machine['python']}  loop={machine['event_loop']}  runs={report['settings']['runs']}"
+        + ("  (SMOKE: figures mean nothing)" if report.get("smoke") else ""),
+        "",
+        f"| {'scenario':<58} | {'value':>9} | {'unit':<7} | {'target':<7} |",
+        f"|{'-' * 60}|{'-' * 11}:|{'-' * 9}|{'-' * 9}|",
+    ]
+    for scenario, key, label, unit, target in ROWS:
+        value = _lookup(report["scenarios"].get(scenario, {}), key)
+        if scenario == "S5" and key == "completed" and value is not None:
+            value = f"{value:.0f}/{report['scenarios']['S5']['chats']}"
+        lines.append(f"| {label:<58} | {_format(value):>9} | {unit:<7} | {target:<7} |")
+    return "\n".join(lines)
