@@ -44,6 +44,10 @@ def add_command(commands: Any) -> None:
         "--tls-client-ca", default=None, metavar="PEM",
         help="require client certificates signed by this CA: mutual TLS (AGENT_TLS_CLIENT_CA_FILE)",
     )
+    parser.add_argument(
+        "--metrics-port", type=int, default=int(os.environ.get("AGENT_METRICS_PORT", "0") or 0),
+        help="also serve Prometheus /metrics on this port (AGENT_METRICS_PORT; the gateway serves it too)",
+    )
     parser.add_argument("--grace", type=float, default=30.0, help="seconds to let calls finish on SIGTERM")
     parser.add_argument(
         "--log-level", default=os.environ.get("AGENT_SERVICE_LOG_LEVEL", "INFO"),
@@ -89,6 +93,13 @@ async def _serve(args: argparse.Namespace) -> int:
     for error in server.registry.errors:
         log.error("not serving: %s", error)
     await server.start()
+    metrics_port = 0
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        metrics_server, _thread = start_http_server(args.metrics_port, addr=config.host)
+        metrics_port = metrics_server.server_port
+        log.info("Prometheus metrics on %s:%d/metrics", config.host, metrics_port)
     gateway = None
     if not args.no_http:
         from gateway import GatewayConfig, start_gateway
@@ -108,7 +119,7 @@ async def _serve(args: argparse.Namespace) -> int:
         )
         log.info("HTTP gateway listening on %s:%d", config.host, gateway.port)
     # One line machines can wait for (tests, scripts): the ports actually bound.
-    print(f"READY grpc={server.port} http={gateway.port if gateway else 0}", flush=True)
+    print(f"READY grpc={server.port} http={gateway.port if gateway else 0} metrics={metrics_port}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -27,7 +27,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,10 +107,13 @@ class HttpPool:
         retry_after_cap: float = 30.0,
         connection_limit: int = 256,
         rng: random.Random | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         self._backoff = RetryPolicy(backoff_base=backoff_base, backoff_cap=backoff_cap, retry_after_cap=retry_after_cap)
         self._connection_limit = connection_limit
         self._rng = rng or random.Random()
+        #: Called with the provider's name before each retry (metrics).
+        self._on_retry = on_retry
         self._sessions: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
 
     @property
@@ -216,6 +219,8 @@ class HttpPool:
             retryable = status == 0 or status in RETRYABLE_STATUSES
             if not retryable or attempt == attempts:
                 raise failure
+            if self._on_retry is not None:
+                self._on_retry(provider)
             delay = self._backoff.delay(attempt, retry_after, self._rng)
             logger.warning(
                 "%s: %s from %s; retrying in %.2fs (attempt %d of %d)",

@@ -97,7 +97,20 @@ async def run_llm_agent(
     requests = 0
     limit = agent.max_iterations or ctx.network.max_iterations
     for _ in range(limit):
-        response: ModelResponse = await model.complete(messages, specs)
+        call_started = time.monotonic()
+        try:
+            response: ModelResponse = await model.complete(messages, specs)
+        except Exception:
+            ctx.telemetry.llm_call(model.provider, model.model_name, time.monotonic() - call_started, 0, 0, False)
+            raise
+        ctx.telemetry.llm_call(
+            model.provider,
+            model.model_name,
+            time.monotonic() - call_started,
+            response.usage.prompt_tokens,
+            response.usage.completion_tokens,
+            True,
+        )
         usage = usage + response.usage
         requests += 1
         ctx.record_usage(model_key, response.usage)

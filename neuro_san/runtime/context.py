@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from neuro_san.core.messages import ChatMessage, MessageType, Origin, OriginPath
+from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import ModelFactory, Usage
 from neuro_san.network.spec import NetworkSpec
 
@@ -53,6 +54,7 @@ class RequestContext:
     coded_tools: CodedToolResolver
     externals: ExternalAgents
     metadata: Mapping[str, str] = field(default_factory=dict)
+    telemetry: Telemetry = NO_TELEMETRY
     started: float = field(default_factory=time.monotonic)
     _instances: Counter[str] = field(default_factory=Counter)
     usage_by_model: dict[str, ModelUsage] = field(default_factory=dict)

@@ -16,6 +16,7 @@ from neuro_san.core.messages import (
     ConnectivityEntry,
     MessageType,
 )
+from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import ModelFactory, Usage
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
 from neuro_san.runtime.agent_loop import run_llm_agent
@@ -44,6 +45,7 @@ class NetworkHost:
         remote: RemoteFactory | None = None,
         keepalive_seconds: float = 0.0,
         signer: ContextSigner | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self._source = source
         self._models = models
@@ -51,6 +53,7 @@ class NetworkHost:
         self._externals = ExternalAgents(self, remote)
         self._keepalive = keepalive_seconds
         self._signer = signer
+        self._telemetry = telemetry
 
     def _network(self, agent: str) -> NetworkSpec:
         network = self._source.get(agent)
@@ -123,6 +126,7 @@ class NetworkHost:
             coded_tools=self._coded_tools,
             externals=self._externals,
             metadata=request.metadata,
+            telemetry=self._telemetry,
         )
         if not streaming and self._keepalive <= 0:
             yield await self._run(ctx, request)

@@ -63,5 +63,7 @@ async def call_tool(
         else:
             text = build_agent_input(arguments, callee.command)
             result = await run_llm_agent(ctx, callee, callee_origin, text)
+    kind = "external_agent" if is_external_ref(ref) else ctx.network.agents[ref].kind
+    ctx.telemetry.tool_call(kind, ok=not result.startswith("Error:"))
     ctx.emit(MessageType.AGENT_TOOL_RESULT, caller_origin, result, tool_result_origin=callee_origin)
     return result

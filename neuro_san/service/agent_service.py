@@ -11,15 +11,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
 from neuro_san.api.grpc import agent_pb2
 from neuro_san.core.access import AccessPolicy, credentials_from_metadata
-from neuro_san.core.errors import InvalidRequest
+from neuro_san.core.errors import InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
+from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.errors import abort_with
@@ -31,6 +36,11 @@ AGENT_NAME_KEY = "agent-name"
 _EMPTY_RESPONSE = agent_pb2.ChatResponse()
 
 
+@dataclass(slots=True)
+class _Call:
+    agent: str
+
+
 class AgentRouter(grpc.GenericRpcHandler):
     def __init__(
         self,
@@ -38,8 +48,10 @@ class AgentRouter(grpc.GenericRpcHandler):
         forwarded_metadata: Sequence[str] = (),
         admission: Admission | None = None,
         access: AccessPolicy | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self._host = host
+        self._telemetry = telemetry
         self._access = access or AccessPolicy()
         self._admission = admission or Admission()
         self._forwarded = tuple(k.lower() for k in forwarded_metadata)
@@ -69,12 +81,12 @@ class AgentRouter(grpc.GenericRpcHandler):
     def _handlers(self, agent: str | None) -> dict[str, grpc.RpcMethodHandler]:
         return {
             "Function": grpc.unary_unary_rpc_method_handler(
-                self._unary(agent, lambda name, _req: convert.function_to_proto(self._host.function(name))),
+                self._unary("Function", agent, self._function),
                 request_deserializer=agent_pb2.FunctionRequest.FromString,
                 response_serializer=agent_pb2.FunctionResponse.SerializeToString,
             ),
             "Connectivity": grpc.unary_unary_rpc_method_handler(
-                self._unary(agent, lambda name, _req: convert.connectivity_to_proto(*self._host.connectivity(name))),
+                self._unary("Connectivity", agent, self._connectivity),
                 request_deserializer=agent_pb2.ConnectivityRequest.FromString,
                 response_serializer=agent_pb2.ConnectivityResponse.SerializeToString,
             ),
@@ -84,6 +96,12 @@ class AgentRouter(grpc.GenericRpcHandler):
                 response_serializer=agent_pb2.ChatResponse.SerializeToString,
             ),
         }
+
+    def _function(self, agent: str, _request: agent_pb2.FunctionRequest) -> agent_pb2.FunctionResponse:
+        return convert.function_to_proto(self._host.function(agent))
+
+    def _connectivity(self, agent: str, _request: agent_pb2.ConnectivityRequest) -> agent_pb2.ConnectivityResponse:
+        return convert.connectivity_to_proto(*self._host.connectivity(agent))
 
     def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext) -> str:
         """The agent the call names, once the caller is allowed to call it."""
@@ -112,12 +130,35 @@ class AgentRouter(grpc.GenericRpcHandler):
                 found[key] = value
         return found
 
+    @contextmanager
+    def _observed(self, method: str, agent: str | None) -> Iterator[_Call]:
+        """Report the call to telemetry with the status it ends with."""
+        call = _Call(agent or "")
+        self._telemetry.request_started(call.agent, method)
+        started = time.monotonic()
+        code = "OK"
+        try:
+            yield call
+        except NeuroSanError as error:
+            code = error.code.name
+            raise
+        except (asyncio.CancelledError, GeneratorExit):
+            code = "CANCELLED"
+            raise
+        except Exception:
+            code = "INTERNAL"
+            raise
+        finally:
+            self._telemetry.request_finished(call.agent, method, code, time.monotonic() - started)
+
     def _unary(
-        self, agent: str | None, produce: Callable[[str, Any], Any]
+        self, method: str, agent: str | None, produce: Callable[[str, Any], Any]
     ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
-                return produce(self._agent_name(agent, context), request)
+                with self._observed(method, agent) as call:
+                    call.agent = self._agent_name(agent, context)
+                    return produce(call.agent, request)
             except Exception as error:
                 await abort_with(context, error)
 
@@ -130,10 +171,10 @@ class AgentRouter(grpc.GenericRpcHandler):
             request: agent_pb2.ChatRequest, context: grpc.aio.ServicerContext
         ) -> AsyncIterator[agent_pb2.ChatResponse]:
             try:
-                name = self._agent_name(agent, context)
-                chat_request = convert.request_from_proto(request, self._metadata(context))
-                echo = request if chat_request.chat_filter.is_maximal else None
-                with self._admission.chat():
+                with self._observed("StreamingChat", agent) as call, self._admission.chat():
+                    call.agent = name = self._agent_name(agent, context)
+                    chat_request = convert.request_from_proto(request, self._metadata(context))
+                    echo = request if chat_request.chat_filter.is_maximal else None
                     stream = self._host.chat(name, chat_request)
                     try:
                         async for message in stream:

@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
 from neuro_san.llm.config import LlmFactory
+from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.host import NetworkHost
@@ -29,6 +30,7 @@ from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
 from neuro_san.service.concierge_service import ConciergeServicer
+from neuro_san.service.metrics import PrometheusTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,9 @@ class AgentServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.registry = NetworkRegistry.from_manifests(config.manifest_paths)
-        self.models = LlmFactory()
+        self.telemetry = PrometheusTelemetry(lambda name: self.registry.get(name) is not None)
+        self.registry.on_change.append(lambda names: self.telemetry.networks_changed(len(names)))
+        self.models = LlmFactory(pool=HttpPool(on_retry=self.telemetry.llm_retry))
         roots = [*config.tool_paths, BUNDLED_TOOLS]
         self.host = NetworkHost(
             self.registry,
@@ -120,6 +124,7 @@ class AgentServer:
             remote=_remote_factory(),
             keepalive_seconds=config.keepalive_seconds,
             signer=ContextSigner(config.chat_context_key) if config.chat_context_key else None,
+            telemetry=self.telemetry,
         )
         self.admission = Admission(config.max_concurrent_requests)
         self.health = health.aio.HealthServicer()
@@ -140,7 +145,7 @@ class AgentServer:
             ]
         )
         access = self.config.access
-        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission, access)
+        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry)
         server.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(ConciergeServicer(self.host, access), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)

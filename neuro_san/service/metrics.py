@@ -1,0 +1,71 @@
+"""Prometheus metrics: the server's :class:`~neuro_san.core.telemetry.Telemetry`.
+
+Metrics live in prometheus_client's default registry, so whatever serves ``/metrics``
+in this process (the in-process gateway, or ``--metrics-port``) shows them all. Agent
+labels are limited to served agents (anything else is ``unknown``), so a client cannot
+blow up the label space with made-up names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from neuro_san.core.telemetry import Telemetry
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+REQUESTS = Counter("neuro_san_requests", "Calls by agent, method and gRPC status.", ["agent", "method", "code"])
+REQUEST_SECONDS = Histogram(
+    "neuro_san_request_seconds", "Call duration by agent and method.", ["agent", "method"], buckets=_LATENCY_BUCKETS
+)
+ACTIVE_STREAMS = Gauge("neuro_san_active_streams", "StreamingChat calls in progress.")
+LLM_CALLS = Counter(
+    "neuro_san_llm_calls", "Model calls by provider, model and outcome.", ["provider", "model", "outcome"]
+)
+LLM_SECONDS = Histogram(
+    "neuro_san_llm_seconds", "Model call duration, retries included.", ["provider", "model"], buckets=_LATENCY_BUCKETS
+)
+LLM_TOKENS = Counter("neuro_san_llm_tokens", "Tokens by provider, model and kind.", ["provider", "model", "kind"])
+LLM_RETRIES = Counter("neuro_san_llm_retries", "Model call retries by provider.", ["provider"])
+TOOL_CALLS = Counter("neuro_san_tool_calls", "Tool calls by kind and outcome.", ["kind", "outcome"])
+RELOADS = Counter("neuro_san_network_changes", "Networks added, changed or removed by reloads.")
+
+
+class PrometheusTelemetry(Telemetry):
+    def __init__(self, is_served: Callable[[str], bool]) -> None:
+        self._is_served = is_served
+
+    def _agent(self, agent: str) -> str:
+        return agent if agent and self._is_served(agent) else "unknown"
+
+    def request_started(self, agent: str, method: str) -> None:
+        if method == "StreamingChat":
+            ACTIVE_STREAMS.inc()
+
+    def request_finished(self, agent: str, method: str, code: str, seconds: float) -> None:
+        label = self._agent(agent)
+        REQUESTS.labels(label, method, code).inc()
+        REQUEST_SECONDS.labels(label, method).observe(seconds)
+        if method == "StreamingChat":
+            ACTIVE_STREAMS.dec()
+
+    def llm_call(
+        self, provider: str, model: str, seconds: float, prompt_tokens: int, completion_tokens: int, ok: bool
+    ) -> None:
+        LLM_CALLS.labels(provider, model, "ok" if ok else "error").inc()
+        LLM_SECONDS.labels(provider, model).observe(seconds)
+        if prompt_tokens:
+            LLM_TOKENS.labels(provider, model, "prompt").inc(prompt_tokens)
+        if completion_tokens:
+            LLM_TOKENS.labels(provider, model, "completion").inc(completion_tokens)
+
+    def llm_retry(self, provider: str) -> None:
+        LLM_RETRIES.labels(provider).inc()
+
+    def tool_call(self, kind: str, ok: bool) -> None:
+        TOOL_CALLS.labels(kind, "ok" if ok else "error").inc()
+
+    def networks_changed(self, count: int) -> None:
+        RELOADS.inc(count)
