@@ -83,7 +83,7 @@ def write_slow_networks(root: Path) -> tuple[Path, Path, Path]:
 
     Returns (manifest, tool path, marks folder)."""
     tools, marks = root / "tools", root / "marks"
-    tools.mkdir()
+    tools.mkdir(parents=True)
     marks.mkdir()
     (tools / "sleeper.py").write_text(SLEEPER_TOOL)
     (root / "sleepy.json").write_text(json.dumps(_sleeper_network(None)))
