@@ -2,12 +2,13 @@
 
 Everything per route (compiled pattern, binder, codecs, multicallable) is prepared in
 :class:`Gateway`'s constructor; a request only matches, binds, calls and renders.
-aiohttp's own router sees a single ``/{tail:.*}`` route, so 404, 405 (with ``Allow``)
+aiohttp's own router sees a single catch-all route, so 404, 405 (with ``Allow``)
 and every other error come out of one place with the same Status body.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ from gateway.mux import Entry, MethodNotAllowed, NoRoute, Router
 from gateway.openapi import build_document
 from gateway.routes import Route, routes_from_services
 from neuro_san.core.errors import Code
+
+log = logging.getLogger(__name__)
 
 DOCS_PATH = "/api/v1/docs"
 _JSON_SUBTYPES = ("application/json", "text/json")
@@ -91,7 +94,8 @@ class Gateway:
 
     def make_app(self) -> web.Application:
         app = web.Application(client_max_size=self.config.max_body_bytes)
-        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        # [\s\S]: a decoded path may hold a newline, which "." would not match.
+        app.router.add_route("*", r"/{tail:[\s\S]*}", self.dispatch)
         return app
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -115,6 +119,9 @@ class Gateway:
             ))
         except GatewayError as error:
             response = _error_response(error)
+        except Exception:  # a bug of ours: still a Status body, and the log has it
+            log.exception("gateway error on %s %s", request.method, raw_path)
+            response = _error_response(GatewayError(Code.INTERNAL, "internal gateway error"))
         return self._with_cors(response, cors)
 
     @staticmethod

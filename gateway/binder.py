@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +28,7 @@ from gateway.errors import bad_request
 from gateway.marshal import MessageCodec
 from gateway.routes import Route, resolve_field_path
 
+_PRINTABLE_ASCII = re.compile(r"^[\x20-\x7e]+$")
 _TRUE = frozenset({"true", "1", "t", "yes"})
 _FALSE = frozenset({"false", "0", "f", "no"})
 _INT_TYPES = frozenset(
@@ -71,6 +73,9 @@ class RequestBinder:
         for binding in self.route.path_bindings:
             value = captures[binding.variable]
             if binding.metadata_key:
+                if not _PRINTABLE_ASCII.match(value):
+                    # gRPC metadata cannot carry it (the call would fail outright).
+                    raise bad_request(f"'{binding.variable}' must be printable ASCII", binding.variable)
                 metadata.append((binding.metadata_key, value))
             else:
                 set_field_path(message, binding.field_path, [value], binding.variable)

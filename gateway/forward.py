@@ -19,6 +19,7 @@ aiohttp's ``handler_cancellation``) cancels the gRPC call in ``finally``.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from google.protobuf.message import Message
 from gateway.errors import encode_status, status_from_rpc_error
 from gateway.marshal import MessageCodec, dumps
 from gateway.metadata import Metadata, metadata_to_headers
+
+log = logging.getLogger(__name__)
 
 JSON_TYPE = "application/json"
 NDJSON_TYPE = "application/json-lines"
@@ -130,6 +133,12 @@ class Forwarder:
                     pending = None
                     _, status = status_from_rpc_error(error)
                     await stream.write(self._error_frame(status, sse))
+                    break
+                except Exception:  # never end a failed stream without an error line
+                    log.exception("gateway error while reading %s", request.path)
+                    pending = None
+                    internal = {"code": 13, "message": "internal gateway error", "details": []}
+                    await stream.write(self._error_frame(internal, sse))
                     break
             await stream.write_eof()
             return stream

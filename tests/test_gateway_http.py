@@ -196,6 +196,12 @@ def test_bad_headers_are_400(port: int, headers: dict[str, str]) -> None:
     assert_status(call(port, "GET", "/api/v1/echo/function", headers=headers), 400, 3)
 
 
+@pytest.mark.parametrize("agent", ["caf%C3%A9", "a%0Ab", "nul%00"])
+def test_agent_names_metadata_cannot_carry_are_400(port: int, agent: str) -> None:
+    assert_status(call(port, "GET", f"/api/v1/{agent}/function"), 400, 3)
+    assert_status(chat(port, agent, "hi"), 400, 3)
+
+
 def test_deadline_before_the_first_line_is_504(port: int) -> None:
     reply = chat(port, "probe", "slow:deadline1", **{"Grpc-Timeout": "700m"})
     assert_status(reply, 504, 4)
