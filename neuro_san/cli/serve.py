@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from neuro_san.service.logs import configure_logging
 from neuro_san.service.server import AgentServer, ServerConfig
 
 log = logging.getLogger("neuro_san.serve")
@@ -75,9 +76,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(args.log_level)
     try:
         import uvloop  # optional extra: `pip install neuro-san-grpc[fast]`
 

@@ -9,15 +9,18 @@ Whatever the kind, the caller journals ``AGENT "Invoking …"`` before and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
-from neuro_san.core.messages import MessageType, OriginPath
+from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import ToolCall
 from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.agent_loop import ToolBinding, describe_call, run_llm_agent
 from neuro_san.runtime.coded_tools import run_coded_tool
 from neuro_san.runtime.context import RequestContext
+
+log = logging.getLogger(__name__)
 
 
 def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:
@@ -52,6 +55,7 @@ async def call_tool(
         structure={"invoking_start": True, "invoked_agent_name": binding.ref, "params": arguments},
     )
     ref = binding.ref
+    log.debug("calling tool %s from %s", ref, origin_str(caller_origin))
     if is_external_ref(ref):
         callee_origin = ctx.instantiate(caller_origin, ref)
         result = await ctx.externals.call(ctx, caller, callee_origin, ref, arguments)

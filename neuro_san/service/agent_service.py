@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,9 @@ from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.errors import abort_with
+from neuro_san.service.logs import CALL, request_id_from
+
+log = logging.getLogger(__name__)
 
 SERVICE = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
 AGENT_SUFFIX = ".AgentService"
@@ -39,6 +43,13 @@ _EMPTY_RESPONSE = agent_pb2.ChatResponse()
 @dataclass(slots=True)
 class _Call:
     agent: str
+    request_id: str = ""
+
+    def bind(self, agent: str) -> str:
+        """Name the agent once known, for telemetry and every log line of the call."""
+        self.agent = agent
+        CALL.set((self.request_id, agent))
+        return agent
 
 
 class AgentRouter(grpc.GenericRpcHandler):
@@ -131,12 +142,13 @@ class AgentRouter(grpc.GenericRpcHandler):
         return found
 
     @contextmanager
-    def _observed(self, method: str, agent: str | None) -> Iterator[_Call]:
-        """Report the call to telemetry with the status it ends with."""
-        call = _Call(agent or "")
+    def _observed(self, method: str, agent: str | None, context: grpc.aio.ServicerContext) -> Iterator[_Call]:
+        """Report the call to telemetry and the log with the status it ends with."""
+        call = _Call(agent or "", request_id_from(context.invocation_metadata() or ()))
         self._telemetry.request_started(call.agent, method)
         started = time.monotonic()
         code = "OK"
+        token = CALL.set((call.request_id, call.agent))
         try:
             yield call
         except NeuroSanError as error:
@@ -149,15 +161,21 @@ class AgentRouter(grpc.GenericRpcHandler):
             code = "INTERNAL"
             raise
         finally:
-            self._telemetry.request_finished(call.agent, method, code, time.monotonic() - started)
+            seconds = time.monotonic() - started
+            self._telemetry.request_finished(call.agent, method, code, seconds)
+            CALL.set((call.request_id, call.agent))
+            log.info(
+                "%s %s", method, code, extra={"method": method, "status": code, "duration_ms": round(seconds * 1000, 2)}
+            )
+            CALL.reset(token)
 
     def _unary(
         self, method: str, agent: str | None, produce: Callable[[str, Any], Any]
     ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
-                with self._observed(method, agent) as call:
-                    call.agent = self._agent_name(agent, context)
+                with self._observed(method, agent, context) as call:
+                    call.bind(self._agent_name(agent, context))
                     return produce(call.agent, request)
             except Exception as error:
                 await abort_with(context, error)
@@ -171,8 +189,8 @@ class AgentRouter(grpc.GenericRpcHandler):
             request: agent_pb2.ChatRequest, context: grpc.aio.ServicerContext
         ) -> AsyncIterator[agent_pb2.ChatResponse]:
             try:
-                with self._observed("StreamingChat", agent) as call, self._admission.chat():
-                    call.agent = name = self._agent_name(agent, context)
+                with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
+                    name = call.bind(self._agent_name(agent, context))
                     chat_request = convert.request_from_proto(request, self._metadata(context))
                     echo = request if chat_request.chat_filter.is_maximal else None
                     stream = self._host.chat(name, chat_request)

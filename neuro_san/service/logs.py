@@ -1,0 +1,83 @@
+"""Logging: JSON lines for machines, plain text for a terminal, with request context.
+
+Every record made while serving a call carries that call's ``request_id`` and
+``agent`` (from a context variable the servicer sets, so nothing threads them by
+hand). ``AGENT_SERVICE_LOG_JSON=1`` forces JSON, ``0`` forces plain; by default a TTY
+gets plain text. What is logged never includes sly_data, message text or credentials:
+the code logs names, ids, statuses and durations only.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+#: (request_id, agent) of the call being served.
+CALL: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("neuro_san_call", default=None)
+
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+def request_id_from(metadata: Iterable[tuple[str, Any]]) -> str:
+    """The client's ``request_id`` metadata when it sent a sane one, else a new id."""
+    for key, value in metadata:
+        if key == "request_id" and isinstance(value, str) and 0 < len(value) <= 128 and value.isprintable():
+            return value
+    return uuid.uuid4().hex[:16]
+
+
+class _ContextFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        call = CALL.get()
+        if call is not None:
+            record.request_id, record.agent = call
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD and not key.startswith("_"):
+                entry[key] = value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+class PlainFormatter(logging.Formatter):
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        request_id = getattr(record, "request_id", None)
+        return f"{text} [{getattr(record, 'agent', '')} {request_id}]" if request_id else text
+
+
+def configure_logging(level: str = "INFO", json_logs: bool | None = None) -> None:
+    """Install one handler on the root logger (stderr), replacing any."""
+    if json_logs is None:
+        setting = os.environ.get("AGENT_SERVICE_LOG_JSON", "").strip().lower()
+        json_logs = setting in ("1", "true", "yes") if setting else not sys.stderr.isatty()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_logs else PlainFormatter())
+    handler.addFilter(_ContextFilter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # Chatty libraries stay at WARNING unless we are debugging them on purpose.
+    for name in ("grpc", "asyncio", "aiohttp.access"):
+        logging.getLogger(name).setLevel(max(root.level, logging.WARNING))
