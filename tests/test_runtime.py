@@ -59,7 +59,11 @@ def _three_level(llm_config: dict[str, Any], delay: float = 0.0, **top: Any) -> 
                 "name": "analyst",
                 "function": {
                     "description": "Analyses a topic.",
-                    "parameters": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]},
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"topic": {"type": "string"}},
+                        "required": ["topic"],
+                    },
                 },
                 "instructions": "Analyse the topic.",
                 "command": "Count the letters.",
@@ -184,7 +188,10 @@ def _external_pair(llm_config: dict[str, Any]) -> dict[str, Any]:
             },
             {
                 "name": "counter",
-                "function": {"description": "Counts.", "parameters": {"type": "object", "properties": {"word": {"type": "string"}}}},
+                "function": {
+                    "description": "Counts.",
+                    "parameters": {"type": "object", "properties": {"word": {"type": "string"}}},
+                },
                 "class": "counter.Counter",
             },
         ],
