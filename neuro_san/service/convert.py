@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf import struct_pb2
 
 from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
+from neuro_san.core.errors import InvalidRequest
 from neuro_san.core.messages import (
     AgentInfo,
     ChatContext,
@@ -29,6 +30,12 @@ from neuro_san.core.messages import (
 )
 
 _MESSAGE_TYPES = {int(t): t for t in MessageType}
+
+#: The most histories plus messages an incoming chat_context may hold, counted before it
+#: is converted: converting is pure Python on the event loop, so a 16 MiB context of
+#: tiny histories would otherwise stall every other call for seconds. The runtime's own,
+#: tighter bounds (runtime/history.py) apply to the front man's messages afterwards.
+MAX_CONTEXT_ENTRIES = 8_000
 
 
 def value_to_python(value: struct_pb2.Value) -> Any:
@@ -121,12 +128,23 @@ def message_from_proto(pb: chat_pb2.ChatMessage) -> ChatMessage:
     )
 
 
+def _bounded_context(context: chat_pb2.ChatContext) -> ChatContext:
+    histories = context.chat_histories
+    entries = len(histories) + sum(len(history.messages) for history in histories)
+    if entries > MAX_CONTEXT_ENTRIES:
+        raise InvalidRequest(
+            f"chat_context holds {entries} histories and messages; at most {MAX_CONTEXT_ENTRIES} are accepted",
+            field="chat_context",
+        )
+    return context_from_proto(context)
+
+
 def request_from_proto(pb: agent_pb2.ChatRequest, metadata: dict[str, str]) -> ChatRequest:
     maximal = pb.chat_filter.chat_filter_type == agent_pb2.MAXIMAL
     return ChatRequest(
         user_text=pb.user_message.text,
         sly_data=struct_to_dict(pb.sly_data) if pb.HasField("sly_data") else {},
-        chat_context=context_from_proto(pb.chat_context) if pb.HasField("chat_context") else None,
+        chat_context=_bounded_context(pb.chat_context) if pb.HasField("chat_context") else None,
         chat_filter=ChatFilter.MAXIMAL if maximal else ChatFilter.MINIMAL,
         metadata=metadata,
     )

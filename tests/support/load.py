@@ -26,8 +26,8 @@ from typing import Any
 import aiohttp
 import grpc
 from google.protobuf import json_format
-
 from neuro_san.api.grpc import agent_pb2, chat_pb2
+
 from tests.fakes.fake_llm import RecordedRequest, Reply, Rule
 
 QUALIFIED_CHAT = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
@@ -105,7 +105,7 @@ async def grpc_chat(
     agent: str,
     text: str,
     chat_context: dict[str, Any] | None = None,
-    timeout: float | None = 30.0,
+    timeout: float | None = 30.0,  # noqa: ASYNC109 - the call's gRPC deadline
     maximal: bool = False,
 ) -> ChatOutcome:
     """One StreamingChat over gRPC, read to its end."""
@@ -134,7 +134,7 @@ async def http_chat(
     agent: str,
     text: str,
     chat_context: dict[str, Any] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 30.0,  # noqa: ASYNC109 - the HTTP client's own timeout
 ) -> ChatOutcome:
     """One streaming_chat over the gateway, read line by line to its end."""
     started = time.monotonic()
