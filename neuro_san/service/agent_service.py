@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from neuro_san.api.grpc import agent_pb2
 from neuro_san.core.access import AccessPolicy, credentials_from_metadata
 from neuro_san.core.errors import InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
-from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
+from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
 from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.errors import abort_with
@@ -40,16 +41,50 @@ AGENT_NAME_KEY = "agent-name"
 _EMPTY_RESPONSE = agent_pb2.ChatResponse()
 
 
+#: Server span names by method: ``chat <agent>``, ``function <agent>``…
+_SPAN_PREFIX = {"StreamingChat": "chat", "Function": "function", "Connectivity": "connectivity"}
+
+
 @dataclass(slots=True)
 class _Call:
     agent: str
     request_id: str = ""
+    method: str = ""
+    span: Span = NO_SPAN
 
     def bind(self, agent: str) -> str:
-        """Name the agent once known, for telemetry and every log line of the call."""
+        """Name the agent once known, for telemetry, the span and every log line of the call."""
         self.agent = agent
         CALL.set((self.request_id, agent))
+        if self.span is not NO_SPAN:
+            self.span.update_name(f"{_SPAN_PREFIX.get(self.method, self.method)} {agent}")
+            self.span.set_attribute("neuro_san.agent", agent)
         return agent
+
+
+@dataclass(frozen=True, slots=True)
+class _Undecodable:
+    """A request message that did not parse; the handler refuses it as INVALID_ARGUMENT."""
+
+    reason: str
+
+
+def _lenient(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """A request deserializer that does not raise: grpc turns a deserializer's exception
+    into UNKNOWN ("Unexpected DecodeError"), a server-error code for a client's bad bytes."""
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except DecodeError as error:
+            return _Undecodable(str(error))
+
+    return deserialize
+
+
+def _refuse_undecodable(request: Any) -> None:
+    if isinstance(request, _Undecodable):
+        raise InvalidRequest(f"the request message is not valid protobuf: {request.reason}")
 
 
 class AgentRouter(grpc.GenericRpcHandler):
@@ -93,17 +128,17 @@ class AgentRouter(grpc.GenericRpcHandler):
         return {
             "Function": grpc.unary_unary_rpc_method_handler(
                 self._unary("Function", agent, self._function),
-                request_deserializer=agent_pb2.FunctionRequest.FromString,
+                request_deserializer=_lenient(agent_pb2.FunctionRequest.FromString),
                 response_serializer=agent_pb2.FunctionResponse.SerializeToString,
             ),
             "Connectivity": grpc.unary_unary_rpc_method_handler(
                 self._unary("Connectivity", agent, self._connectivity),
-                request_deserializer=agent_pb2.ConnectivityRequest.FromString,
+                request_deserializer=_lenient(agent_pb2.ConnectivityRequest.FromString),
                 response_serializer=agent_pb2.ConnectivityResponse.SerializeToString,
             ),
             "StreamingChat": grpc.unary_stream_rpc_method_handler(
                 self._streaming_chat(agent),
-                request_deserializer=agent_pb2.ChatRequest.FromString,
+                request_deserializer=_lenient(agent_pb2.ChatRequest.FromString),
                 response_serializer=agent_pb2.ChatResponse.SerializeToString,
             ),
         }
@@ -144,13 +179,20 @@ class AgentRouter(grpc.GenericRpcHandler):
     @contextmanager
     def _observed(self, method: str, agent: str | None, context: grpc.aio.ServicerContext) -> Iterator[_Call]:
         """Report the call to telemetry and the log with the status it ends with."""
-        call = _Call(agent or "", request_id_from(context.invocation_metadata() or ()))
+        metadata = context.invocation_metadata() or ()
+        call = _Call(agent or "", request_id_from(metadata), method)
         self._telemetry.request_started(call.agent, method)
         started = time.monotonic()
         code = "OK"
         token = CALL.set((call.request_id, call.agent))
         try:
-            yield call
+            with self._telemetry.span(
+                f"{_SPAN_PREFIX.get(method, method)} {call.agent}".rstrip(),
+                {"rpc.system": "grpc", "rpc.method": method},
+                parent=self._telemetry.extract(metadata),
+                kind="server",
+            ) as call.span:
+                yield call
         except NeuroSanError as error:
             code = error.code.name
             raise
@@ -175,6 +217,7 @@ class AgentRouter(grpc.GenericRpcHandler):
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 with self._observed(method, agent, context) as call:
+                    _refuse_undecodable(request)
                     call.bind(self._agent_name(agent, context))
                     return produce(call.agent, request)
             except Exception as error:
@@ -190,6 +233,7 @@ class AgentRouter(grpc.GenericRpcHandler):
         ) -> AsyncIterator[agent_pb2.ChatResponse]:
             try:
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
+                    _refuse_undecodable(request)
                     name = call.bind(self._agent_name(agent, context))
                     chat_request = convert.request_from_proto(request, self._metadata(context))
                     echo = request if chat_request.chat_filter.is_maximal else None
