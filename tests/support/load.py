@@ -13,12 +13,18 @@ fake's requests can be grouped per chat), and the server's resident memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import random
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +35,7 @@ from google.protobuf import json_format
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from tests.fakes.fake_llm import RecordedRequest, Reply, Rule
+from tests.support.servers import ROOT
 
 QUALIFIED_CHAT = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
 #: The message ``service/errors.py`` gives for an exception it did not expect: a bug.
@@ -249,3 +256,57 @@ def rss_kib(pid: int) -> int:
 def open_fds(pid: int) -> int:
     """How many file descriptors the process holds (sockets included)."""
     return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
+# -- the standalone gateway ----------------------------------------------------------------
+
+
+@dataclass
+class GatewayProcess:
+    process: subprocess.Popen[str]
+    port: int
+    output: list[str]
+
+    @property
+    def http_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return "".join(self.output)
+
+
+@contextlib.contextmanager
+def standalone_gateway(targets: Sequence[str], timeout: float = 20.0) -> Iterator[GatewayProcess]:
+    """``neuro-san gateway --target a,b,c --port 0`` as a subprocess, until the block ends."""
+    args = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target", ",".join(targets), "--port", "0"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT
+    )
+    output: list[str] = []
+    found: list[int] = []
+    ready = threading.Event()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line)
+            match = re.search(r"gateway listening on http://[^:]+:(\d+)", line)
+            if match and not found:
+                found.append(int(match.group(1)))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        if not ready.wait(timeout) or not found:
+            raise RuntimeError(f"the gateway did not start:\n{''.join(output)}")
+        yield GatewayProcess(process, found[0], output)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
