@@ -9,6 +9,7 @@ and every other error come out of one place with the same Status body.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from gateway.health import probe
 from gateway.invoker import Invoker
 from gateway.marshal import MessageCodec, dumps
 from gateway.metadata import HeaderMapper, parse_timeout
+from gateway.metrics import CLIENT_CLOSED, PREFLIGHT, UNMATCHED, metrics_endpoint, observe
 from gateway.mux import Entry, MethodNotAllowed, NoRoute, Router
 from gateway.openapi import build_document
 from gateway.routes import Route, routes_from_services
@@ -32,7 +34,13 @@ from neuro_san.core.errors import Code
 log = logging.getLogger(__name__)
 
 DOCS_PATH = "/api/v1/docs"
-_JSON_SUBTYPES = ("application/json", "text/json")
+METRICS_PATH = "/metrics"
+#: Body types read as JSON. Beyond JSON's own: text/plain, and the form type that
+#: ``curl -d`` sends by default, because upstream neuro-san parses any body as JSON and
+#: users' curl commands omit ``-H``. Anything else (multipart, XML, octet-stream…) is 415.
+_JSON_BODY_TYPES = frozenset(
+    {"application/json", "text/json", "text/plain", "application/x-www-form-urlencoded"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +53,21 @@ class ApiTarget:
 
 
 InternalHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(slots=True)
+class RouteLabel:
+    """A request's metrics label, set as soon as it is known (a cancelled call keeps it)."""
+
+    name: str = UNMATCHED
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One of the gateway's own endpoints; ``name`` is its metrics label."""
+
+    name: str
+    handler: InternalHandler
 
 
 def default_services() -> list[ServiceDescriptor]:
@@ -72,7 +95,7 @@ class Gateway:
         self.routes = routes_from_services(services or default_services())
         self.mapper = HeaderMapper(config.forwarded_headers)
         self._cors_origins = frozenset(config.cors_origins)
-        entries: list[Entry[ApiTarget | InternalHandler]] = []
+        entries: list[Entry[ApiTarget | Endpoint]] = []
         for route in self.routes:
             forwarder = Forwarder(
                 call=invoker.callable_for(route),
@@ -85,12 +108,14 @@ class Gateway:
         self._docs_json = dumps(document)
         self._docs_yaml = yaml.safe_dump(document, sort_keys=False).encode("utf-8")
         entries += [
-            Router.fixed("GET", DOCS_PATH, self._docs),
-            Router.fixed("GET", "/healthz", self._health),
-            Router.fixed("GET", "/readyz", self._health),
-            Router.fixed("GET", "/livez", self._liveness),
+            Router.fixed("GET", DOCS_PATH, Endpoint("docs", self._docs)),
+            Router.fixed("GET", "/healthz", Endpoint("healthz", self._health)),
+            Router.fixed("GET", "/readyz", Endpoint("readyz", self._health)),
+            Router.fixed("GET", "/livez", Endpoint("livez", self._liveness)),
         ]
-        self.router: Router[ApiTarget | InternalHandler] = Router(entries)
+        if config.metrics:
+            entries.append(Router.fixed("GET", METRICS_PATH, Endpoint("metrics", metrics_endpoint)))
+        self.router: Router[ApiTarget | Endpoint] = Router(entries)
 
     def make_app(self) -> web.Application:
         app = web.Application(client_max_size=self.config.max_body_bytes)
@@ -99,17 +124,36 @@ class Gateway:
         return app
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        status = CLIENT_CLOSED  # unless a response comes back: the handler was cancelled
+        label = RouteLabel()
+        try:
+            response = await self._respond(request, label)
+            status = response.status
+            return response
+        except ConnectionError:
+            # The client went away mid-response (a write failed before aiohttp cancelled
+            # us): not our error, nothing to log; aiohttp drops this reply quietly.
+            return web.Response(status=CLIENT_CLOSED)
+        finally:
+            if self.config.metrics:
+                observe(label.name, status, time.perf_counter() - started)
+
+    async def _respond(self, request: web.Request, label: RouteLabel) -> web.StreamResponse:
         cors = self._cors_headers(request)
         raw_path = request.rel_url.raw_path
         try:
             if request.method == "OPTIONS":
+                label.name = PREFLIGHT
                 return self._with_cors(self._options(request, raw_path, cors), cors)
             match = self.router.match(request.method, raw_path)
             target = match.target
             if isinstance(target, ApiTarget):
+                label.name = target.route.method.name
                 response = await self._call(request, target, match.captures, cors)
             else:
-                response = await target(request)
+                label.name = target.name
+                response = await target.handler(request)
         except NoRoute:
             response = _error_response(GatewayError(Code.NOT_FOUND, "Not Found"))
         except MethodNotAllowed as error:
@@ -119,6 +163,8 @@ class Gateway:
             ))
         except GatewayError as error:
             response = _error_response(error)
+        except ConnectionError:
+            raise
         except Exception:  # a bug of ours: still a Status body, and the log has it
             log.exception("gateway error on %s %s", request.method, raw_path)
             response = _error_response(GatewayError(Code.INTERNAL, "internal gateway error"))
@@ -166,12 +212,12 @@ class Gateway:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             raise _too_large(limit) from None
-        if body and "Content-Type" in request.headers:
+        if body and request.headers.get("Content-Type", "").strip():
             content_type = request.content_type
-            if not (content_type in _JSON_SUBTYPES or content_type.endswith("+json")):
+            if not (content_type in _JSON_BODY_TYPES or content_type.endswith("+json")):
                 raise GatewayError(
                     Code.INVALID_ARGUMENT,
-                    f"unsupported Content-Type {content_type!r}: send application/json",
+                    f"unsupported Content-Type {content_type!r}: send a JSON body as application/json",
                     status=415,
                 )
         return body

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -23,6 +24,15 @@ class GatewayConfig:
       get none: a blank line would break line-by-line JSON readers. The gRPC channel is
       not pinged on this period (servers answer frequent pings with GOAWAY).
     - ``shutdown_grace_seconds``: how long ``stop()`` lets streams in flight finish.
+    - ``metrics``: serve ``GET /metrics`` (Prometheus text of the process's default
+      registry) and count HTTP requests by route, status and latency.
+    - ``tls_cert``/``tls_key``: PEM files; with both, the gateway serves HTTPS only.
+      ``tls_client_ca``: also require a client certificate signed by this CA (mTLS).
+    - ``target_tls``: talk TLS to a ``str`` target, trusting the system roots or
+      ``target_ca``; ``target_cert``/``target_key`` are the gateway's client certificate
+      when the server asks for one (mTLS). Setting any ``target_*`` file implies TLS.
+      ``target_server_name`` overrides the name checked against the server's
+      certificate (useful when the target is an address list).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -31,6 +41,25 @@ class GatewayConfig:
     cors_origins: tuple[str, ...] = ()
     keepalive_seconds: float = 0
     shutdown_grace_seconds: float = 5.0
+    metrics: bool = True
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    target_tls: bool = False
+    target_ca: Path | None = None
+    target_cert: Path | None = None
+    target_key: Path | None = None
+    target_server_name: str | None = None
+
+    @property
+    def serves_tls(self) -> bool:
+        return self.tls_cert is not None or self.tls_key is not None
+
+    @property
+    def target_uses_tls(self) -> bool:
+        return self.target_tls or any(
+            path is not None for path in (self.target_ca, self.target_cert, self.target_key)
+        )
 
 
 def parse_header_list(text: str | None) -> tuple[str, ...]:

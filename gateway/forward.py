@@ -53,6 +53,8 @@ def json_response(status: int, body: bytes, headers: list[tuple[str, str]] | Non
 def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
     status, body = status_from_rpc_error(error)
     headers = metadata_to_headers(error.initial_metadata(), "Grpc-Metadata-")
+    if status == 401:  # RFC 9110: a 401 names the scheme it wants (API keys as bearer tokens)
+        headers.append(("WWW-Authenticate", "Bearer"))
     return json_response(status, encode_status(body), headers)
 
 

@@ -175,12 +175,37 @@ def test_bad_json_is_400_with_a_short_message(port: int, body: bytes, field: str
     assert status["details"][0]["field_violations"][0]["field"] == field
 
 
-def test_non_json_content_type_is_415(port: int) -> None:
-    reply = call(port, "POST", "/api/v1/echo/streaming_chat", b"text=hi", {"Content-Type": "text/plain"})
+@pytest.mark.parametrize(
+    "content_type",
+    ["multipart/form-data; boundary=x", "application/xml", "application/octet-stream", "image/png"],
+)
+def test_non_json_content_type_is_415(port: int, content_type: str) -> None:
+    body = b'{"user_message":{"text":"x"}}'
+    reply = call(port, "POST", "/api/v1/echo/streaming_chat", body, {"Content-Type": content_type})
     assert_status(reply, 415, 3)
-    ok = call(port, "POST", "/api/v1/echo/streaming_chat", b'{"user_message":{"text":"x"}}',
-              {"Content-Type": "application/json; charset=utf-8"})
-    assert ok.status == 200
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "application/vnd.api+json",
+        "text/json",
+        "text/plain",
+        "application/x-www-form-urlencoded",  # what `curl -d` sends without -H
+        None,
+    ],
+)
+def test_json_bodies_are_read_whatever_the_usual_content_type(port: int, content_type: str | None) -> None:
+    """Upstream parses any body as JSON, so users' `curl -d '{...}'` works without -H."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    reply = call(port, "POST", "/api/v1/echo/streaming_chat", b'{"user_message":{"text":"as json"}}', headers)
+    assert reply.status == 200, reply.body
+    assert reply.lines()[-1]["response"]["text"] == "as json"
+    # Still JSON: a form-encoded body is a 400 (bad JSON), not silently read as a form.
+    if content_type == "application/x-www-form-urlencoded":
+        bad = call(port, "POST", "/api/v1/echo/streaming_chat", b"user_message=hi", headers)
+        assert_status(bad, 400, 3)
 
 
 def test_oversized_body_is_413(port: int) -> None:
