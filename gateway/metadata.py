@@ -7,6 +7,8 @@ In (our policy, written down):
 - Each header named in ``forwarded_headers`` (neuro-san's
   ``AGENT_FORWARDED_REQUEST_METADATA``, e.g. ``request_id user_id``) → that name,
   lower-cased.
+- ``Traceparent`` / ``Tracestate`` (W3C trace context) → ``traceparent`` / ``tracestate``,
+  always, so a traced server continues the caller's trace.
 - Everything else is not forwarded.
 
 Python gRPC fails the *whole call* on an upper-case key, a non-ASCII value or a ``str``
@@ -34,6 +36,8 @@ MetadataValue = str | bytes
 Metadata = list[tuple[str, MetadataValue]]
 
 _METADATA_PREFIX = "grpc-metadata-"
+#: W3C trace context headers: forwarded whatever ``forwarded_headers`` says.
+TRACE_HEADERS = ("traceparent", "tracestate")
 _VALID_KEY = re.compile(r"^[0-9a-z_.\-]+$")
 _PRINTABLE = re.compile(r"^[\x20-\x7e]*$")
 _TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
@@ -70,7 +74,7 @@ class HeaderMapper:
 
     def __init__(self, forwarded_headers: Iterable[str] = ()) -> None:
         self._forwarded = frozenset(
-            name.strip().lower() for name in forwarded_headers if name.strip()
+            [*(name.strip().lower() for name in forwarded_headers if name.strip()), *TRACE_HEADERS]
         )
 
     def to_metadata(self, headers: Mapping[str, str]) -> Metadata:

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from neuro_san.core.errors import LimitExceeded
-from neuro_san.core.messages import MessageType, OriginPath
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.core.messages import MessageType, OriginPath, origin_str
+from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.context import RequestContext, usage_structure
@@ -75,6 +75,18 @@ async def run_llm_agent(
     announce_instructions: bool = True,
 ) -> str:
     """Run one invocation of an LLM agent and return its answer."""
+    with ctx.telemetry.span(f"agent {agent.name}", {"neuro_san.origin": origin_str(origin)}):
+        return await _run_llm_agent(ctx, agent, origin, user_text, history, announce_instructions)
+
+
+async def _run_llm_agent(
+    ctx: RequestContext,
+    agent: AgentSpec,
+    origin: OriginPath,
+    user_text: str,
+    history: list[LlmMessage] | None,
+    announce_instructions: bool,
+) -> str:
     from neuro_san.runtime.tools import call_tool  # tools call back into this module
 
     started = time.monotonic()
@@ -97,20 +109,7 @@ async def run_llm_agent(
     requests = 0
     limit = agent.max_iterations or ctx.network.max_iterations
     for _ in range(limit):
-        call_started = time.monotonic()
-        try:
-            response: ModelResponse = await model.complete(messages, specs)
-        except Exception:
-            ctx.telemetry.llm_call(model.provider, model.model_name, time.monotonic() - call_started, 0, 0, False)
-            raise
-        ctx.telemetry.llm_call(
-            model.provider,
-            model.model_name,
-            time.monotonic() - call_started,
-            response.usage.prompt_tokens,
-            response.usage.completion_tokens,
-            True,
-        )
+        response = await _ask_model(ctx, model, messages, specs)
         usage = usage + response.usage
         requests += 1
         ctx.record_usage(model_key, response.usage)
@@ -135,6 +134,30 @@ async def run_llm_agent(
         structure=usage_structure(usage, requests, time.monotonic() - started),
     )
     return answer
+
+
+async def _ask_model(ctx: RequestContext, model: Model, messages: list[LlmMessage], specs: list[ToolSpec]) -> (
+    ModelResponse
+):
+    """One model call (retries included), reported to metrics and as an ``llm`` span."""
+    telemetry = ctx.telemetry
+    with telemetry.span(
+        f"llm {model.provider} {model.model_name}",
+        {"gen_ai.operation.name": "chat", "gen_ai.system": model.provider, "gen_ai.request.model": model.model_name},
+    ) as span:
+        call_started = time.monotonic()
+        try:
+            response: ModelResponse = await model.complete(messages, specs)
+        except Exception:
+            telemetry.llm_call(model.provider, model.model_name, time.monotonic() - call_started, 0, 0, False)
+            raise
+        prompt_tokens, completion_tokens = response.usage.prompt_tokens, response.usage.completion_tokens
+        telemetry.llm_call(
+            model.provider, model.model_name, time.monotonic() - call_started, prompt_tokens, completion_tokens, True
+        )
+        span.set_attribute("gen_ai.usage.input_tokens", prompt_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", completion_tokens)
+        return response
 
 
 async def _run_calls(ctx, agent, origin, by_name, calls: tuple[ToolCall, ...], call_tool) -> list[str]:  # type: ignore[no-untyped-def]

@@ -7,7 +7,9 @@
 Only the sly_data keys allowed by the caller's ``allow.to_downstream`` go out, and only
 those allowed by ``allow.from_downstream`` come back. The called network's messages
 reach the client only when ``allow.from_downstream.messages`` says so; they are
-re-rooted under the caller's origin.
+re-rooted under the caller's origin. Calls to other servers carry the trace context
+(``traceparent``) in their metadata when tracing is on; ``/name`` calls need none, their
+spans simply nest.
 """
 
 from __future__ import annotations
@@ -80,11 +82,14 @@ class ExternalAgents:
         from neuro_san.runtime.tools import build_agent_input
 
         forward = caller.allow.from_downstream_messages and ctx.journal.streaming
+        metadata = dict(ctx.metadata)
+        if not ref.startswith("/"):
+            ctx.telemetry.inject(metadata)  # trace context (traceparent) for the other server
         request = ChatRequest(
             user_text=build_agent_input(arguments, ""),
             sly_data=caller.allow.to_downstream.apply(ctx.sly_data),
             chat_filter=ChatFilter.MAXIMAL if forward else ChatFilter.MINIMAL,
-            metadata=dict(ctx.metadata),
+            metadata=metadata,
         )
         answer: ChatMessage | None = None
         async for message in self._chat(ref, request):

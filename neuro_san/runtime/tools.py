@@ -56,18 +56,33 @@ async def call_tool(
     )
     ref = binding.ref
     log.debug("calling tool %s from %s", ref, origin_str(caller_origin))
-    if is_external_ref(ref):
-        callee_origin = ctx.instantiate(caller_origin, ref)
-        result = await ctx.externals.call(ctx, caller, callee_origin, ref, arguments)
-    else:
-        callee = ctx.network.agents[ref]
-        callee_origin = ctx.instantiate(caller_origin, ref)
-        if callee.kind == "coded_tool":
-            result = await run_coded_tool(ctx, callee, callee_origin, arguments)
+    external = is_external_ref(ref)
+    kind = "external_agent" if external else ctx.network.agents[ref].kind
+    callee_origin = ctx.instantiate(caller_origin, ref)
+    with ctx.telemetry.span(
+        f"tool {_span_name(ref)}",
+        {"neuro_san.tool.kind": kind, "neuro_san.origin": origin_str(callee_origin)},
+        kind="client" if external and not ref.startswith("/") else "internal",
+    ) as span:
+        if external:
+            result = await ctx.externals.call(ctx, caller, callee_origin, ref, arguments)
         else:
-            text = build_agent_input(arguments, callee.command)
-            result = await run_llm_agent(ctx, callee, callee_origin, text)
-    kind = "external_agent" if is_external_ref(ref) else ctx.network.agents[ref].kind
-    ctx.telemetry.tool_call(kind, ok=not result.startswith("Error:"))
+            callee = ctx.network.agents[ref]
+            if callee.kind == "coded_tool":
+                result = await run_coded_tool(ctx, callee, callee_origin, arguments)
+            else:
+                text = build_agent_input(arguments, callee.command)
+                result = await run_llm_agent(ctx, callee, callee_origin, text)
+        failed = result.startswith("Error:")
+        span.set_attribute("neuro_san.tool.error", failed)
+    ctx.telemetry.tool_call(kind, ok=not failed)
     ctx.emit(MessageType.AGENT_TOOL_RESULT, caller_origin, result, tool_result_origin=callee_origin)
     return result
+
+
+def _span_name(ref: str) -> str:
+    """The tool reference without any ``user:password@`` a URL may carry."""
+    scheme, separator, rest = ref.partition("://")
+    if not separator or "@" not in rest.split("/", 1)[0]:
+        return ref
+    return f"{scheme}://{rest.split('@', 1)[1]}"

@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
+from neuro_san.core.telemetry import Telemetry
 from neuro_san.llm.config import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
@@ -72,6 +73,8 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None
+    #: OpenTelemetry spans (AGENT_TRACING=otel); needs the ``tracing`` extra installed.
+    tracing: bool = False
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -104,6 +107,7 @@ class ServerConfig:
             tls_cert=_env_path("AGENT_TLS_CERT_FILE"),
             tls_key=_env_path("AGENT_TLS_KEY_FILE"),
             tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
+            tracing=env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry", "on", "true", "1"),
         )
 
 
@@ -113,7 +117,9 @@ class AgentServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.registry = NetworkRegistry.from_manifests(config.manifest_paths)
-        self.telemetry = PrometheusTelemetry(lambda name: self.registry.get(name) is not None)
+        self.telemetry: Telemetry = PrometheusTelemetry(lambda name: self.registry.get(name) is not None)
+        if config.tracing:
+            self.telemetry = _with_tracing(self.telemetry)
         self.registry.on_change.append(lambda names: self.telemetry.networks_changed(len(names)))
         self.models = LlmFactory(pool=HttpPool(on_retry=self.telemetry.llm_retry))
         roots = [*config.tool_paths, BUNDLED_TOOLS]
@@ -194,6 +200,18 @@ class AgentServer:
     async def wait(self) -> None:
         if self._server is not None:
             await self._server.wait_for_termination()
+
+
+def _with_tracing(metrics: Telemetry) -> Telemetry:
+    """OpenTelemetry spans on top of ``metrics``, when the ``tracing`` extra is installed.
+    Imported only here, so a server without tracing never loads opentelemetry."""
+    try:
+        from neuro_san.service.tracing import tracing_telemetry
+    except ImportError as error:
+        log.warning("tracing is on but OpenTelemetry is missing (pip install 'neuro-san-grpc[tracing]'): %s", error)
+        return metrics
+    log.info("OpenTelemetry tracing on")
+    return tracing_telemetry(metrics)
 
 
 def _remote_factory():  # type: ignore[no-untyped-def]
