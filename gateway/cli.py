@@ -12,9 +12,12 @@ import contextlib
 import logging
 import os
 import signal
+import ssl
+from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.server import start_gateway
+from gateway.tls import TlsConfigError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="cap on Grpc-Timeout, and the deadline when a request sends none",
     )
+    add_http_tls_arguments(parser)
+    tls = parser.add_argument_group("TLS to the gRPC target")
+    tls.add_argument(
+        "--target-tls", action="store_true", default=_env_flag("AGENT_GRPC_TARGET_TLS"),
+        help="talk TLS to the target, trusting the system roots (AGENT_GRPC_TARGET_TLS=true)",
+    )
+    tls.add_argument(
+        "--target-ca", default=os.environ.get("AGENT_GRPC_TARGET_CA_FILE"), metavar="PEM",
+        help="trust this CA for the target's certificate; implies --target-tls (AGENT_GRPC_TARGET_CA_FILE)",
+    )
+    tls.add_argument(
+        "--target-cert", default=os.environ.get("AGENT_GRPC_TARGET_CERT_FILE"), metavar="PEM",
+        help="client certificate chain for a server that requires one (mTLS) (AGENT_GRPC_TARGET_CERT_FILE)",
+    )
+    tls.add_argument(
+        "--target-key", default=os.environ.get("AGENT_GRPC_TARGET_KEY_FILE"), metavar="PEM",
+        help="the client certificate's private key (AGENT_GRPC_TARGET_KEY_FILE)",
+    )
+    tls.add_argument(
+        "--target-server-name", default=os.environ.get("AGENT_GRPC_TARGET_SERVER_NAME"), metavar="NAME",
+        help="name to check the target's certificate against, when it is not the target's host "
+        "(AGENT_GRPC_TARGET_SERVER_NAME)",
+    )
+
+
+def add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--http-tls-*``: HTTPS (and mTLS) on the gateway's own port; shared with ``serve``.
+
+    Defaults are ``None`` when the environment says nothing, so ``serve`` can tell
+    "not given" from "given" and fall back to its gRPC certificate.
+    """
+    group = parser.add_argument_group("HTTPS on the gateway")
+    group.add_argument(
+        "--http-tls-cert", default=os.environ.get("AGENT_HTTP_TLS_CERT_FILE") or None, metavar="PEM",
+        help="serve HTTPS with this certificate chain (AGENT_HTTP_TLS_CERT_FILE)",
+    )
+    group.add_argument(
+        "--http-tls-key", default=os.environ.get("AGENT_HTTP_TLS_KEY_FILE") or None, metavar="PEM",
+        help="the certificate's private key (AGENT_HTTP_TLS_KEY_FILE)",
+    )
+    group.add_argument(
+        "--http-tls-client-ca", default=os.environ.get("AGENT_HTTP_TLS_CLIENT_CA_FILE") or None, metavar="PEM",
+        help="require HTTP client certificates signed by this CA: mutual TLS (AGENT_HTTP_TLS_CLIENT_CA_FILE)",
+    )
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def config_from_args(args: argparse.Namespace) -> GatewayConfig:
@@ -59,6 +114,14 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         max_body_bytes=args.max_body_bytes,
         cors_origins=tuple(args.cors_origin or ()),
         max_timeout_seconds=getattr(args, "max_timeout_seconds", None),
+        tls_cert=_path(args.http_tls_cert),
+        tls_key=_path(args.http_tls_key),
+        tls_client_ca=_path(args.http_tls_client_ca),
+        target_tls=args.target_tls,
+        target_ca=_path(args.target_ca),
+        target_cert=_path(args.target_cert),
+        target_key=_path(args.target_key),
+        target_server_name=args.target_server_name or None,
     )
     if forwarded is not None:
         config.forwarded_headers = parse_header_list(forwarded)
@@ -72,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_serve(args))
     except KeyboardInterrupt:
         pass
+    except (TlsConfigError, ssl.SSLError, OSError) as error:  # bad TLS files, port taken: say so, no traceback
+        log.error("gateway cannot start: %s", error)
+        return 2
     return 0
 
 
@@ -83,7 +149,7 @@ async def _serve(args: argparse.Namespace) -> None:
             loop.add_signal_handler(signum, stop.set)
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args))
     # Tests and supervisors read the bound port from this line.
-    print(f"gateway listening on http://{args.host}:{handle.port} -> {args.target}", flush=True)
+    print(f"gateway listening on {handle.scheme}://{args.host}:{handle.port} -> {args.target}", flush=True)
     try:
         await stop.wait()
     finally:

@@ -25,12 +25,18 @@ HEALTH_CHECK_PATH = "/grpc.health.v1.Health/Check"
 
 
 def channel_options(
-    max_message_bytes: int, *, round_robin: bool, keepalive_seconds: float = 0
+    max_message_bytes: int,
+    *,
+    round_robin: bool,
+    keepalive_seconds: float = 0,
+    server_name: str | None = None,
 ) -> list[tuple[str, Any]]:
     options: list[tuple[str, Any]] = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
     ]
+    if server_name:  # the name checked against the server's certificate
+        options.append(("grpc.ssl_target_name_override", server_name))
     if round_robin:
         options += [
             ("grpc.lb_policy_name", "round_robin"),
@@ -93,14 +99,25 @@ class Invoker:
 
     @classmethod
     async def connect(
-        cls, target: str | grpc.aio.Channel, max_message_bytes: int, keepalive_seconds: float = 0
+        cls,
+        target: str | grpc.aio.Channel,
+        max_message_bytes: int,
+        keepalive_seconds: float = 0,
+        credentials: grpc.ChannelCredentials | None = None,
+        server_name: str | None = None,
     ) -> Invoker:
+        """A channel to ``target``: TLS with ``credentials``, else plaintext."""
         if not isinstance(target, str):
             return cls(target, owns_channel=False)
         resolved, round_robin = await resolve_target(target)
         options = channel_options(
-            max_message_bytes, round_robin=round_robin, keepalive_seconds=keepalive_seconds
+            max_message_bytes,
+            round_robin=round_robin,
+            keepalive_seconds=keepalive_seconds,
+            server_name=server_name,
         )
+        if credentials is not None:
+            return cls(grpc.aio.secure_channel(resolved, credentials, options=options), owns_channel=True)
         return cls(grpc.aio.insecure_channel(resolved, options=options), owns_channel=True)
 
     def callable_for(self, route: Route) -> Callable[..., Any]:

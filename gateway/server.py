@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from aiohttp import web
 from gateway.app import Gateway
 from gateway.config import GatewayConfig
 from gateway.invoker import Invoker
+from gateway.tls import channel_credentials, server_ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,8 @@ class GatewayHandle:
 
     port: int
     gateway: Gateway
+    #: "https" when the gateway serves TLS, else "http".
+    scheme: str
     _runner: web.AppRunner
     _invoker: Invoker
 
@@ -47,10 +51,16 @@ async def start_gateway(
 
     ``target`` is ``"host:port"``, several comma-separated ``host:port`` replicas
     (round-robin), any gRPC target string, or an existing ``grpc.aio.Channel`` (which
-    stays the caller's to close).
+    stays the caller's to close). TLS on either side comes from ``config``; bad TLS
+    files fail here, at start-up.
     """
     config = config or GatewayConfig()
-    invoker = await Invoker.connect(target, config.max_body_bytes)
+    # Certificates are read once, off the event loop.
+    ssl_context = await asyncio.to_thread(server_ssl_context, config)
+    credentials = await asyncio.to_thread(channel_credentials, config) if isinstance(target, str) else None
+    invoker = await Invoker.connect(
+        target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
+    )
     try:
         gateway = Gateway(invoker, config)
         runner = web.AppRunner(
@@ -60,14 +70,16 @@ async def start_gateway(
             shutdown_timeout=config.shutdown_grace_seconds,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
         await site.start()
     except BaseException:
         await invoker.close()
         raise
     bound = _bound_port(runner, port)
-    log.info("HTTP gateway on %s:%d in front of %s", host, bound, target)
-    return GatewayHandle(port=bound, gateway=gateway, _runner=runner, _invoker=invoker)
+    scheme = "https" if ssl_context is not None else "http"
+    mtls = " (client certificates required)" if config.tls_client_ca else ""
+    log.info("HTTP gateway on %s://%s:%d%s in front of %s", scheme, host, bound, mtls, target)
+    return GatewayHandle(port=bound, gateway=gateway, scheme=scheme, _runner=runner, _invoker=invoker)
 
 
 def _bound_port(runner: web.AppRunner, requested: int) -> int:

@@ -30,6 +30,7 @@ def add_command(commands: Any) -> None:
         "--http-port", type=int, default=None, help="HTTP port (AGENT_HTTP_PORT, default 8080)"
     )
     parser.add_argument("--no-http", action="store_true", help="serve gRPC only")
+    _add_http_tls_arguments(parser)
     parser.add_argument(
         "--manifest", action="append", default=None, metavar="FILE",
         help="manifest file; repeat for several (AGENT_MANIFEST_FILE, ':'-separated)",
@@ -60,6 +61,32 @@ def add_command(commands: Any) -> None:
         help="log level (AGENT_SERVICE_LOG_LEVEL, default INFO)",
     )
     parser.set_defaults(func=run)
+
+
+def _add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """The gateway's ``--http-tls-*`` flags; without them HTTP reuses the gRPC TLS files."""
+    from gateway.cli import add_http_tls_arguments
+
+    add_http_tls_arguments(parser)
+    parser.add_argument(
+        "--http-plaintext", action="store_true",
+        help="serve plain HTTP even when gRPC uses TLS (e.g. behind a proxy that terminates TLS)",
+    )
+
+
+def http_tls_files(args: argparse.Namespace, config: ServerConfig) -> tuple[Path | None, Path | None, Path | None]:
+    """(cert, key, client CA) for HTTPS: each ``--http-tls-*`` file, else its gRPC twin."""
+    if args.http_plaintext:
+        return None, None, None
+
+    def pick(http_value: str | None, grpc_value: Path | None) -> Path | None:
+        return Path(http_value) if http_value else grpc_value
+
+    return (
+        pick(args.http_tls_cert, config.tls_cert),
+        pick(args.http_tls_key, config.tls_key),
+        pick(args.http_tls_client_ca, config.tls_client_ca),
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -113,17 +140,27 @@ async def _serve(args: argparse.Namespace) -> int:
         http_port = args.http_port
         if http_port is None:
             http_port = int(os.environ.get("AGENT_HTTP_PORT", "8080") or 8080)
-        gateway = await start_gateway(
-            server.internal_target,
-            config.host,
-            http_port,
-            GatewayConfig(
-                max_body_bytes=config.max_message_bytes,
-                forwarded_headers=config.forwarded_metadata,
-                keepalive_seconds=config.keepalive_seconds,
-            ),
-        )
-        log.info("HTTP gateway listening on %s:%d", config.host, gateway.port)
+        tls_cert, tls_key, tls_client_ca = http_tls_files(args, config)
+        try:
+            # The private internal target is plaintext: only HTTP clients see TLS.
+            gateway = await start_gateway(
+                server.internal_target,
+                config.host,
+                http_port,
+                GatewayConfig(
+                    max_body_bytes=config.max_message_bytes,
+                    forwarded_headers=config.forwarded_metadata,
+                    keepalive_seconds=config.keepalive_seconds,
+                    tls_cert=tls_cert,
+                    tls_key=tls_key,
+                    tls_client_ca=tls_client_ca,
+                ),
+            )
+        except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
+            log.error("HTTP gateway cannot start: %s", error)
+            await server.stop(0)
+            return 2
+        log.info("HTTP gateway listening on %s://%s:%d", gateway.scheme, config.host, gateway.port)
     # One line machines can wait for (tests, scripts): the ports actually bound.
     print(f"READY grpc={server.port} http={gateway.port if gateway else 0} metrics={metrics_port}", flush=True)
 
