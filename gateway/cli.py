@@ -79,13 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
+def add_http_tls_arguments(parser: argparse.ArgumentParser, description: str | None = None) -> None:
     """``--http-tls-*``: HTTPS (and mTLS) on the gateway's own port; shared with ``serve``.
 
     Defaults are ``None`` when the environment says nothing, so ``serve`` can tell
     "not given" from "given" and fall back to its gRPC certificate.
     """
-    group = parser.add_argument_group("HTTPS on the gateway")
+    group = parser.add_argument_group("HTTPS on the gateway", description)
     group.add_argument(
         "--http-tls-cert", default=os.environ.get("AGENT_HTTP_TLS_CERT_FILE") or None, metavar="PEM",
         help="serve HTTPS with this certificate chain (AGENT_HTTP_TLS_CERT_FILE)",

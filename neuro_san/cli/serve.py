@@ -67,7 +67,7 @@ def _add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
     """The gateway's ``--http-tls-*`` flags; without them HTTP reuses the gRPC TLS files."""
     from gateway.cli import add_http_tls_arguments
 
-    add_http_tls_arguments(parser)
+    add_http_tls_arguments(parser, "Each file not given defaults to its gRPC --tls-* twin.")
     parser.add_argument(
         "--http-plaintext", action="store_true",
         help="serve plain HTTP even when gRPC uses TLS (e.g. behind a proxy that terminates TLS)",
