@@ -11,7 +11,7 @@ BUF := $(TOOLS)/node_modules/.bin/buf
 PROTO_SRC := $(wildcard protos/neuro_san/api/grpc/*.proto)
 HOST ?= 127.0.0.1
 
-.PHONY: help install run test test-fast protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean
+.PHONY: help install run test test-fast protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,3 +62,6 @@ bench-smoke: $(STAMP) ## a quick run of the benchmark, to keep it from rotting (
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
+
+soak: $(STAMP) ## 10 minutes of mixed load on a real server: flat RSS, no errors (not in CI)
+	$(PY) -m tests.soak
