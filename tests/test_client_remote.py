@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from neuro_san.client import MAXIMAL, AsyncAgentClient, ChatMessage, MessageType, Unavailable
-from neuro_san.client.remote import remote_agent, split_ref
+from neuro_san.client.remote import close_all, remote_agent, split_ref
 from neuro_san.core.errors import ConfigurationError, UpstreamUnavailable
 from neuro_san.core.messages import ChatRequest
 from tests.support.servers import ServerProcess, free_port, start_server
@@ -129,6 +129,7 @@ def test_remote_agent_directly(back_server: ServerProcess) -> None:
             await missing.function()
         with pytest.raises(UpstreamUnavailable, match="no agent 'no_such_agent' there"):
             [m async for m in missing.chat(ChatRequest(user_text="hi"))]
+        await close_all()
 
     asyncio.run(main())
 
