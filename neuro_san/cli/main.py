@@ -8,8 +8,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from gateway import cli as gateway_cli
 from neuro_san import __version__
-from neuro_san.cli import serve
+from neuro_san.cli import client_commands, serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,20 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve the REST API generated from the protos' google.api.http rules, "
         "forwarding to gRPC targets (several are balanced round-robin).",
     )
-    try:
-        from gateway import cli as gateway_cli
-    except ImportError:  # pragma: no cover - the gateway ships with the package
-        gateway_cli = None
-    if gateway_cli is not None:
-        gateway_cli.add_arguments(gateway)
-        gateway.set_defaults(func=gateway_cli.run)
+    gateway_cli.add_arguments(gateway)
+    gateway.set_defaults(func=gateway_cli.run)
 
-    try:
-        from neuro_san.cli import client_commands
-    except ImportError:
-        client_commands = None  # type: ignore[assignment]
-    if client_commands is not None:
-        client_commands.add_commands(commands)
+    client_commands.add_commands(commands)
     return parser
 
 

@@ -8,10 +8,10 @@ import logging
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neuro_san.service.logs import configure_logging
-from neuro_san.service.server import AgentServer, ServerConfig
+if TYPE_CHECKING:  # the server is imported when it runs, so client commands start fast
+    from neuro_san.service.server import ServerConfig
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -90,6 +90,8 @@ def http_tls_files(args: argparse.Namespace, config: ServerConfig) -> tuple[Path
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    from neuro_san.service.server import ServerConfig
+
     config = ServerConfig.from_env()
     if args.host:
         config.host = args.host
@@ -110,6 +112,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from neuro_san.service.logs import configure_logging
+
     configure_logging(args.log_level)
     try:
         import uvloop  # optional extra: `pip install neuro-san-grpc[fast]`
@@ -122,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    from neuro_san.service.server import AgentServer
+
     server = AgentServer(config)
     for error in server.registry.errors:
         log.error("not serving: %s", error)
