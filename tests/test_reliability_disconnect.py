@@ -38,7 +38,7 @@ async def _abandoned_chat(
 ) -> None:
     text = f"storm-{number}"
     maximal = number % 4 < 2  # half MAXIMAL: their work runs in the host's streaming task
-    delay = rng.uniform(0.0, 0.25)
+    delay = rng.uniform(0.0, 0.4)
     if number % 2:
         call = load.grpc_stream(channel, "echo", load.chat_request(text, maximal=maximal), timeout=30)
 
@@ -123,7 +123,7 @@ def test_disconnect_storm_leaves_no_work_connection_or_memory_behind() -> None:
             asyncio.run(asyncio.wait_for(_storm(server, STORM, seed=2), 120))
 
             reached = fake.request_count - before
-            assert reached >= STORM // 4, f"only {reached} chats reached the LLM: the storm proves little"
+            assert reached >= STORM // 10, f"only {reached} chats reached the LLM: the storm proves little"
             assert load.wait_until(lambda: _settled(fake), SETTLE_SECONDS), _leaks(fake)
             assert load.wait_until(lambda: load.open_fds(pid) <= warm_fds, SETTLE_SECONDS), (
                 f"the server holds {load.open_fds(pid)} fds, {warm_fds} before the storm"
