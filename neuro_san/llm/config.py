@@ -55,18 +55,21 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.anthropic import ANTHROPIC_VERSION, AnthropicModel
-from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, Endpoint, HttpPool
 from neuro_san.llm.interface import Model
 from neuro_san.llm.openai_chat import OpenAIChatModel
 
 logger = logging.getLogger(__name__)
 
 OVERRIDE_ENV = "AGENT_LLM_OVERRIDE"
+#: Connections per LLM endpoint (see :data:`neuro_san.llm.http.DEFAULT_CONNECTION_LIMIT`).
+CONNECTIONS_ENV = "AGENT_LLM_MAX_CONNECTIONS"
 PROVIDERS = ("openai", "azure-openai", "anthropic", "ollama", "scripted")
 DEFAULT_OPENAI_MODEL = "gpt-4o"
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -89,6 +92,8 @@ KNOWN_KEYS = frozenset(
     }
 )  # fmt: skip
 _unknown_keys_logged: set[str] = set()
+#: llm_config objects whose model LlmFactory.create remembers (see there).
+_CONFIG_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +362,18 @@ def parse_override(text: str | None) -> dict[str, Any]:
     return override
 
 
+def _connection_limit(text: str | None) -> int:
+    if not text or not text.strip():
+        return DEFAULT_CONNECTION_LIMIT
+    try:
+        limit = int(text)
+    except ValueError:
+        raise ConfigurationError(f"{CONNECTIONS_ENV} must be a whole number, got {text!r}") from None
+    if limit < 1:
+        raise ConfigurationError(f"{CONNECTIONS_ENV} must be at least 1, got {limit}")
+    return limit
+
+
 def apply_override(llm_config: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """``llm_config`` with ``override`` laid over it.
 
@@ -381,15 +398,34 @@ class LlmFactory:
         """``env`` defaults to a snapshot of ``os.environ`` (``AGENT_LLM_OVERRIDE`` included)."""
         self._env: dict[str, str] = dict(os.environ if env is None else env)
         self._override = parse_override(self._env.get(OVERRIDE_ENV))
-        self._pool = pool or HttpPool()
+        self._pool = pool or HttpPool(connection_limit=_connection_limit(self._env.get(CONNECTIONS_ENV)))
         self._models: dict[ResolvedConfig, Model] = {}
+        self._by_config: dict[int, tuple[Mapping[str, Any], Model]] = {}
 
     @property
     def pool(self) -> HttpPool:
         return self._pool
 
     def create(self, llm_config: Mapping[str, Any]) -> Model:
-        """The shared model for ``llm_config`` (after ``AGENT_LLM_OVERRIDE``)."""
+        """The shared model for ``llm_config`` (after ``AGENT_LLM_OVERRIDE``).
+
+        Every agent invocation asks, with its spec's llm_config: the same read-only object
+        each time (specs are frozen; a reload makes new ones). So the answer is kept per
+        read-only object (held here, so its id cannot be reused) and resolution runs once
+        per spec. A plain dict could change between calls, so it is resolved every time.
+        """
+        if not isinstance(llm_config, MappingProxyType):
+            return self._create(llm_config)
+        cached = self._by_config.get(id(llm_config))
+        if cached is not None and cached[0] is llm_config:
+            return cached[1]
+        model = self._create(llm_config)
+        if len(self._by_config) >= _CONFIG_CACHE_SIZE:  # reloads bring new specs; stay bounded
+            self._by_config.clear()
+        self._by_config[id(llm_config)] = (llm_config, model)
+        return model
+
+    def _create(self, llm_config: Mapping[str, Any]) -> Model:
         merged = apply_override(llm_config, self._override)
         resolved = resolve_llm_config(merged, self._env)
         model = self._models.get(resolved)

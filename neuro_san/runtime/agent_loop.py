@@ -45,6 +45,37 @@ def tool_function_name(ref: str) -> str:
     return _TOOL_NAME.sub("_", path.replace("/", "__"))[:64] or "external_agent"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolSet:
+    """An agent's tools as offered to the model: the specs, and each by function name."""
+
+    specs: list[ToolSpec]
+    by_name: Mapping[str, ToolBinding]
+
+
+#: id(agent spec) → (agent spec, its network, its ToolSet), for agents without external
+#: tools. Both specs are held so their ids cannot be reused; specs are never mutated (a
+#: reload makes new ones), so a hit is exactly what bind_tools would compute again.
+_TOOL_SETS: dict[int, tuple[AgentSpec, object, ToolSet]] = {}
+_TOOL_SETS_SIZE = 4096
+
+
+async def tool_set(ctx: RequestContext, agent: AgentSpec) -> ToolSet:
+    """``bind_tools`` for ``agent``, computed once per agent spec when all its tools are
+    local (tool schemas are the same on every invocation); external agents' functions are
+    asked for each time, as they may change."""
+    cached = _TOOL_SETS.get(id(agent))
+    if cached is not None and cached[0] is agent and cached[1] is ctx.network:
+        return cached[2]
+    bindings = await bind_tools(ctx, agent)
+    tools = ToolSet([b.spec for b in bindings], {b.spec.name: b for b in bindings})
+    if not any(is_external_ref(ref) for ref in agent.tools):
+        if len(_TOOL_SETS) >= _TOOL_SETS_SIZE:
+            _TOOL_SETS.clear()
+        _TOOL_SETS[id(agent)] = (agent, ctx.network, tools)
+    return tools
+
+
 async def bind_tools(ctx: RequestContext, agent: AgentSpec) -> list[ToolBinding]:
     bindings = []
     for ref in agent.tools:
@@ -92,9 +123,8 @@ async def _run_llm_agent(
     started = time.monotonic()
     model = ctx.models.create(agent.llm_config)
     model_key = f"{model.provider}:{model.model_name}"
-    bindings = await bind_tools(ctx, agent)
-    by_name = {b.spec.name: b for b in bindings}
-    specs = [b.spec for b in bindings]
+    tools = await tool_set(ctx, agent)
+    by_name, specs = tools.by_name, tools.specs
 
     messages: list[LlmMessage] = []
     if agent.instructions:
