@@ -21,9 +21,13 @@ from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from bench.fake import run_loop
 from bench.load import GRPC_METHOD
+from neuro_san.service.server import PENDING_CALLS
 
 
 class EchoHandler(grpc.GenericRpcHandler):
+    def __init__(self, sleep_s: float = 0.0) -> None:
+        self._sleep = sleep_s
+
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         if handler_call_details.method != GRPC_METHOD:  # type: ignore[attr-defined]
             return None
@@ -33,10 +37,11 @@ class EchoHandler(grpc.GenericRpcHandler):
             response_serializer=agent_pb2.ChatResponse.SerializeToString,
         )
 
-    @staticmethod
     async def chat(
-        request: agent_pb2.ChatRequest, context: grpc.aio.ServicerContext
+        self, request: agent_pb2.ChatRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[agent_pb2.ChatResponse]:
+        if self._sleep:
+            await asyncio.sleep(self._sleep)
         response = agent_pb2.ChatResponse()
         response.response.type = chat_pb2.ChatMessage.AGENT_FRAMEWORK
         response.response.text = request.user_message.text
@@ -44,6 +49,9 @@ class EchoHandler(grpc.GenericRpcHandler):
 
 
 async def http_chat(request: web.Request) -> web.StreamResponse:
+    sleep_s: float = request.app["sleep_s"]
+    if sleep_s:
+        await asyncio.sleep(sleep_s)
     body = json.loads(await request.read())
     text = body.get("user_message", {}).get("text", "")
     stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json-lines"})
@@ -54,14 +62,20 @@ async def http_chat(request: web.Request) -> web.StreamResponse:
     return stream
 
 
-async def serve(kind: str) -> None:
+async def serve(kind: str, sleep_s: float = 0.0) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     if kind == "grpc":
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers([EchoHandler()])
+        # The same pending-call limits as the real server (see neuro_san/service/server.py).
+        server = grpc.aio.server(
+            options=[
+                ("grpc.server.max_pending_requests", PENDING_CALLS),
+                ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
+            ]
+        )
+        server.add_generic_rpc_handlers([EchoHandler(sleep_s)])
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         print(f"READY port={port}", flush=True)
@@ -69,6 +83,7 @@ async def serve(kind: str) -> None:
         await server.stop(0)
         return
     app = web.Application()
+    app["sleep_s"] = sleep_s
     app.router.add_post("/api/v1/{agent}/streaming_chat", http_chat)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -83,8 +98,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="bare echo servers: the benchmark's floor")
     parser.add_argument("kind", choices=("grpc", "http"))
     parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--sleep-ms", type=float, default=0.0, help="wait this long per chat (S5's floor)")
     args = parser.parse_args(argv)
-    run_loop(serve(args.kind), args.uvloop)
+    run_loop(serve(args.kind, args.sleep_ms / 1000), args.uvloop)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from neuro_san.api.grpc import agent_pb2
 from bench.fake import run_loop
 
 GRPC_METHOD = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
-Chat = Callable[[], Awaitable[bool]]
+Chat = Callable[[], Awaitable[str]]  # "" when the chat succeeded, else what went wrong
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -47,10 +47,12 @@ async def http_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Cal
     body = json.dumps({"user_message": {"text": spec["text"]}}).encode()
     headers = {"Content-Type": "application/json"}
 
-    async def chat() -> bool:
+    async def chat() -> str:
         async with session.post(url, data=body, headers=headers) as response:
             payload = await response.read()
-            return response.status == 200 and b'"response"' in payload and b'{"error"' not in payload
+            if response.status == 200 and b'"response"' in payload and b'{"error"' not in payload:
+                return ""
+            return f"HTTP {response.status}: {payload[-160:].decode(errors='replace')}"
 
     return chat, session.close
 
@@ -64,11 +66,11 @@ async def grpc_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Cal
     request = agent_pb2.ChatRequest(user_message={"text": spec["text"]}).SerializeToString()
     metadata = (("agent-name", spec["agent"]),)
 
-    async def chat() -> bool:
+    async def chat() -> str:
         received = 0
         async for _ in call(request, metadata=metadata):
             received += 1
-        return received > 0
+        return "" if received else "no response message"
 
     async def close() -> None:
         await channel.close()
@@ -79,14 +81,15 @@ async def grpc_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Cal
 async def timed(chat: Chat, latencies: list[float], failures: list[str]) -> None:
     started = time.perf_counter()
     try:
-        ok = await chat()
-    except Exception as error:  # counted, not raised: a benchmark reports failures
-        failures.append(type(error).__name__)
-        return
-    if ok:
-        latencies.append(time.perf_counter() - started)
+        problem = await chat()
+    except grpc.aio.AioRpcError as error:  # counted, not raised: a benchmark reports failures
+        problem = f"{error.code().name}: {error.details()}"
+    except Exception as error:
+        problem = f"{type(error).__name__}: {error}"
+    if problem:
+        failures.append(problem[:200])
     else:
-        failures.append("bad response")
+        latencies.append(time.perf_counter() - started)
 
 
 async def main(spec: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +108,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
 
     latencies: list[float] = []
     failures: list[str] = []
+    cpu_started = time.process_time()
     started = time.perf_counter()
     if mode == "burst":
         await asyncio.gather(*(timed(chat, latencies, failures) for _ in range(count)))
@@ -119,12 +123,13 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
 
         await asyncio.gather(*(worker() for _ in range(clients)))
     elapsed = time.perf_counter() - started
+    cpu_used = time.process_time() - cpu_started
     await close()
     latencies.sort()
     return {
         "completed": len(latencies),
         "failed": len(failures),
-        "failure_kinds": sorted(set(failures))[:5],
+        "failure_kinds": sorted(set(failures))[:3],
         "warmup_failed": len(warm_failures),
         "elapsed_s": elapsed,
         "chats_per_s": len(latencies) / elapsed if elapsed > 0 else 0.0,
@@ -132,6 +137,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         "p90_ms": percentile(latencies, 0.90) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
         "max_ms": (latencies[-1] if latencies else 0.0) * 1000,
+        "loadgen_cpu_s": cpu_used,
     }
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -47,20 +48,53 @@ class Proc:
     lines: list[str] = field(default_factory=list)
     _new_line: threading.Condition = field(default_factory=threading.Condition)
 
+    log_path: Path | None = None
+
     @classmethod
-    def start(cls, args: list[str], env: dict[str, str] | None = None, stdin: bool = False) -> Proc:
+    def start(
+        cls, args: list[str], env: dict[str, str] | None = None, stdin: bool = False, log_path: Path | None = None
+    ) -> Proc:
+        """Start ``args``. With ``log_path``, output goes to that file rather than a pipe,
+        so a chatty server (one INFO line per call) never waits on our reading it."""
+        log_file = log_path.open("w") if log_path else None
         popen = subprocess.Popen(
             args,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=log_file or subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
-        proc = cls(popen)
-        threading.Thread(target=proc._pump, daemon=True).start()
+        if log_file:
+            log_file.close()  # the child has its own descriptor
+        proc = cls(popen, log_path=log_path)
+        threading.Thread(target=proc._tail if log_path else proc._pump, daemon=True).start()
         return proc
+
+    def _tail(self) -> None:
+        """Follow the log file until the first READY line (all that is waited for)."""
+        assert self.log_path is not None
+        with self.log_path.open() as log:
+            partial = ""
+            while True:
+                chunk = log.readline()
+                if not chunk:
+                    if self.popen.poll() is not None:
+                        break
+                    time.sleep(0.005)
+                    continue
+                partial += chunk
+                if not partial.endswith("\n"):
+                    continue
+                with self._new_line:
+                    self.lines.append(partial)
+                    self._new_line.notify_all()
+                if partial.startswith("READY"):
+                    break
+                partial = ""
+        with self._new_line:
+            self._new_line.notify_all()
 
     @property
     def pid(self) -> int:
@@ -100,6 +134,8 @@ class Proc:
         self.popen.stdin.flush()
 
     def output(self) -> str:
+        if self.log_path is not None and self.log_path.exists():
+            return "".join(self.log_path.read_text(errors="replace").splitlines(keepends=True)[-40:])
         return "".join(self.lines[-40:])
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -110,6 +146,8 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait(5)
+        if self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
 
 
 def port_of(ready_line: str, key: str = "port") -> int:
@@ -127,8 +165,9 @@ def start_fake(latency_ms: float, use_uvloop: bool) -> tuple[Proc, int]:
     return proc, port_of(proc.wait_for("READY", 30))
 
 
-def start_floor(kind: str, use_uvloop: bool) -> tuple[Proc, int]:
-    proc = Proc.start([sys.executable, "-m", "bench.floor", kind] + (["--uvloop"] if use_uvloop else []))
+def start_floor(kind: str, use_uvloop: bool, sleep_ms: float = 0.0) -> tuple[Proc, int]:
+    args = [sys.executable, "-m", "bench.floor", kind, "--sleep-ms", str(sleep_ms)]
+    proc = Proc.start(args + (["--uvloop"] if use_uvloop else []))
     return proc, port_of(proc.wait_for("READY", 30))
 
 
@@ -169,8 +208,9 @@ def start_server(fake_port: int, use_uvloop: bool, extra_env: dict[str, str] | N
     else:
         args = [sys.executable, "-c", _WITHOUT_UVLOOP, *serve]
     env = {"AGENT_LLM_OVERRIDE": llm_override(fake_port), "AGENT_SERVICE_LOG_LEVEL": "INFO", **(extra_env or {})}
+    log_path = Path(tempfile.mkstemp(prefix="bench-server-", suffix=".log")[1])
     started = time.monotonic()
-    proc = Proc.start(args, env)
+    proc = Proc.start(args, env, log_path=log_path)
     line = proc.wait_for("READY", 60)
     ready = time.monotonic() - started
     grpc_port, http_port = port_of(line, "grpc"), port_of(line, "http")
@@ -189,15 +229,20 @@ def start_server(fake_port: int, use_uvloop: bool, extra_env: dict[str, str] | N
     return Server(proc, grpc_port, http_port, ready, time.monotonic() - started)
 
 
-def run_load(spec: dict[str, Any], measured_pid: int | None = None, timeout: float = 300) -> dict[str, Any]:
-    """One load-generator run; adds the measured process's CPU over the run window."""
+def run_load(
+    spec: dict[str, Any], measured_pid: int | None = None, timeout: float = 300, fake_pid: int | None = None
+) -> dict[str, Any]:
+    """One load-generator run; adds the measured process's CPU over the run window (and
+    the fake LLM's, to show who had the machine's cores)."""
     proc = Proc.start([sys.executable, "-m", "bench.load", json.dumps(spec)], stdin=True)
     try:
         proc.wait_for("READY", 120)
         cpu_before = cpu_seconds(measured_pid) if measured_pid else 0.0
+        fake_before = cpu_seconds(fake_pid) if fake_pid else 0.0
         proc.send_line()
         line = proc.wait_for("RESULT ", timeout)
         cpu_after = cpu_seconds(measured_pid) if measured_pid else 0.0
+        fake_after = cpu_seconds(fake_pid) if fake_pid else 0.0
     finally:
         proc.stop()
     result: dict[str, Any] = json.loads(line[len("RESULT ") :])
@@ -205,4 +250,6 @@ def run_load(spec: dict[str, Any], measured_pid: int | None = None, timeout: flo
         used = cpu_after - cpu_before
         result["server_cpu_s"] = used
         result["cpu_ms_per_chat"] = used * 1000 / result["completed"] if result["completed"] else 0.0
+    if fake_pid:
+        result["fake_llm_cpu_s"] = fake_after - fake_before
     return result

@@ -100,31 +100,42 @@ def measure_startup(fake_port: int, s: Settings, fast: bool) -> tuple[dict[str, 
     return {**median_of(runs), "runs": runs}, server
 
 
-def run_all(s: Settings, fast: bool) -> dict[str, Any]:
+def run_all(s: Settings, fast: bool, only: frozenset[str] = frozenset(SCENARIOS)) -> dict[str, Any]:
     results: dict[str, Any] = {}
+    if only & {"startup", "S1", "S2", "S3", "S4"}:
+        run_main_server(s, fast, only, results)
+    if "S5" in only:
+        results["S5"] = run_s5(s, fast)
+    if "S6" in only:
+        results["S6"] = run_floors(s, fast, results)
+    return results
+
+
+def run_main_server(s: Settings, fast: bool, only: frozenset[str], results: dict[str, Any]) -> None:
+    """Start-up, then S1-S4 on the last server started (one fake LLM, no latency)."""
     fake, fake_port = procs.start_fake(0.0, fast)
     try:
         results["startup"], server = measure_startup(fake_port, s, fast)
         pid = server.proc.pid
         try:
             http, grpc_target = server.http_base, server.grpc_target
-            s1 = closed_spec("http", http, "echo", 1, s.s1_seconds, s, fast)
-            results["S1"] = repeat(s.runs, lambda: procs.run_load(s1, pid))
-            s2 = closed_spec("http", http, "echo", s.clients, s.load_seconds, s, fast)
-            results["S2"] = repeat(s.runs, lambda: procs.run_load(s2, pid))
-            results["startup"]["rss_after_s2_mib"] = procs.memory_mib(pid)["rss_mib"]
-            s3 = closed_spec("http", http, "math_guy", s.clients, s.load_seconds, s, fast)
-            results["S3"] = repeat(s.runs, lambda: procs.run_load(s3, pid))
-            s4 = closed_spec("grpc", grpc_target, "echo", s.clients, s.load_seconds, s, fast)
-            results["S4"] = repeat(s.runs, lambda: procs.run_load(s4, pid))
-            results["S4"]["ratio_to_s2"] = _ratio(results["S4"]["chats_per_s"], results["S2"]["chats_per_s"])
+            loads = {
+                "S1": closed_spec("http", http, "echo", 1, s.s1_seconds, s, fast),
+                "S2": closed_spec("http", http, "echo", s.clients, s.load_seconds, s, fast),
+                "S3": closed_spec("http", http, "math_guy", s.clients, s.load_seconds, s, fast),
+                "S4": closed_spec("grpc", grpc_target, "echo", s.clients, s.load_seconds, s, fast),
+            }
+            for name, spec in loads.items():
+                if name in only:
+                    results[name] = repeat(s.runs, lambda: procs.run_load(spec, pid, fake_pid=fake.pid))  # noqa: B023
+                if name == "S2" and name in only:
+                    results["startup"]["rss_after_s2_mib"] = procs.memory_mib(pid)["rss_mib"]
+            if "S2" in results and "S4" in results:
+                results["S4"]["ratio_to_s2"] = _ratio(results["S4"]["chats_per_s"], results["S2"]["chats_per_s"])
         finally:
             server.proc.stop()
     finally:
         fake.stop()
-    results["S5"] = run_s5(s, fast)
-    results["S6"] = run_floors(s, fast, results)
-    return results
 
 
 def run_s5(s: Settings, fast: bool) -> dict[str, Any]:
@@ -137,7 +148,7 @@ def run_s5(s: Settings, fast: bool) -> dict[str, Any]:
                 **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
                 "mode": "burst", "count": s.s5_chats, "warmup": 1,
             }  # fmt: skip
-            result = repeat(s.runs, lambda: procs.run_load(spec, server.proc.pid, timeout=600))
+            result = repeat(s.runs, lambda: procs.run_load(spec, server.proc.pid, 600, fake.pid))
             result["peak_rss_mib"] = procs.memory_mib(server.proc.pid)["peak_rss_mib"]
             result["chats"] = s.s5_chats
             result["llm_latency_ms"] = s.s5_latency_ms
@@ -158,8 +169,19 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floors[kind] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid))  # noqa: B023
         finally:
             floor.stop()
-    floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
-    floors["s4_fraction_of_grpc_floor"] = _ratio(results["S4"]["chats_per_s"], floors["grpc"]["chats_per_s"])
+    # S5's floor: the same burst against bare servers that only wait out the LLM latency.
+    for kind in ("grpc", "http"):
+        floor, port = procs.start_floor(kind, fast, s.s5_latency_ms)
+        try:
+            target = f"http://127.0.0.1:{port}" if kind == "http" else f"127.0.0.1:{port}"
+            spec = {**closed_spec(kind, target, "echo", 1, 0, s, fast), "mode": "burst", "count": s.s5_chats}
+            floors[f"burst_{kind}"] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid, 600))  # noqa: B023
+        finally:
+            floor.stop()
+    if "S2" in results:
+        floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
+    if "S4" in results:
+        floors["s4_fraction_of_grpc_floor"] = _ratio(results["S4"]["chats_per_s"], floors["grpc"]["chats_per_s"])
     return floors
 
 
@@ -181,13 +203,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None, help="runs per scenario (median reported; default 3)")
     parser.add_argument("--no-uvloop", action="store_true", help="run every process on asyncio's own loop")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for <timestamp>.json and latest.json")
+    parser.add_argument(
+        "--only", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}"
+    )
     args = parser.parse_args(argv)
+    only = frozenset(name.strip() for name in args.only.split(",") if name.strip())
+    unknown = only - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
     settings = SMOKE if args.smoke else Settings()
     if args.runs:
         settings = Settings(**{**asdict(settings), "runs": args.runs})
     fast = uvloop_installed() and not args.no_uvloop
     started = time.monotonic()
-    scenarios = run_all(settings, fast)
+    scenarios = run_all(settings, fast, only)
     report = {
         "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": {

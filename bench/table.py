@@ -30,6 +30,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S5", "peak_rss_mib", "S5 peak RSS", "MiB", "≤ 400"),
     ("S6", "http.chats_per_s", "S6 bare aiohttp echo floor", "chats/s", ""),
     ("S6", "grpc.chats_per_s", "S6 bare grpc.aio echo floor", "chats/s", ""),
+    ("S6", "burst_http.p99_ms", "S6 S5's burst on a bare aiohttp server: p99", "ms", ""),
+    ("S6", "burst_grpc.p99_ms", "S6 S5's burst on a bare grpc.aio server: p99", "ms", ""),
     ("S6", "s2_fraction_of_http_floor", "S2 / HTTP floor", "×", ""),
     ("S6", "s4_fraction_of_grpc_floor", "S4 / gRPC floor", "×", ""),
 )

@@ -1,0 +1,92 @@
+"""Profile the server under a scenario's load with py-spy: ``python -m bench.profile``.
+
+Starts the fake LLM and ``neuro-san serve`` like ``bench.run``, drives one scenario's load
+(``--scenario S2``: echo over HTTP; ``S3``: math_guy over HTTP; ``S4``: echo over gRPC)
+and samples the server with ``py-spy record`` (``pip install py-spy``; it needs ptrace
+rights). Prints the functions with the most samples, by own time and by inclusive time
+(``file:function``), and keeps the raw collapsed stacks (``--raw``, for flame graphs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench import procs
+from bench.run import Settings, closed_spec, uvloop_installed
+
+LOADS = {"S2": ("http", "echo"), "S3": ("http", "math_guy"), "S4": ("grpc", "echo")}
+
+
+def summarize(collapsed: Path, top: int) -> str:
+    """Own and inclusive sample shares per ``file:function`` from py-spy's raw output."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        frames = [_short(frame) for frame in stack.split(";")]
+        own[frames[-1]] += count
+        for frame in set(frames):
+            inclusive[frame] += count
+    lines = [f"{total} samples", "", "own time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in own.most_common(top)]
+    lines += ["", "inclusive time:"]
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(top)]
+    return "\n".join(lines)
+
+
+def _short(frame: str) -> str:
+    # py-spy frames look like "function (path/to/file.py:123)".
+    name, _, where = frame.partition(" (")
+    path = where.rsplit(":", 1)[0]
+    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{path}:{name}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--scenario", choices=sorted(LOADS), default="S2")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--no-uvloop", action="store_true")
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--raw", type=Path, default=Path("/tmp/bench-profile.txt"))
+    args = parser.parse_args(argv)
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    fast = uvloop_installed() and not args.no_uvloop
+    transport, agent = LOADS[args.scenario]
+    fake, fake_port = procs.start_fake(0.0, fast)
+    server = procs.start_server(fake_port, fast)
+    try:
+        target = server.http_base if transport == "http" else server.grpc_target
+        spec = closed_spec(transport, target, agent, 16, args.seconds + 3, Settings(), fast)
+        load = threading.Thread(target=procs.run_load, args=(spec, server.proc.pid))
+        load.start()
+        subprocess.run(
+            [py_spy, "record", "-p", str(server.proc.pid), "-d", str(int(args.seconds)), "-r", "250",
+             "-f", "raw", "-o", str(args.raw), "--nonblocking"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        load.join()
+    finally:
+        server.proc.stop()
+        fake.stop()
+    print(summarize(args.raw, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
