@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import grpc
@@ -70,7 +71,7 @@ def cluster() -> Iterator[Cluster]:
 def test_a_conversation_continues_on_every_replica(cluster: Cluster) -> None:
     texts = [f"turn-{n}-{time.monotonic_ns()}" for n in range(6)]
 
-    async def conversation() -> dict[str, object] | None:
+    async def conversation() -> dict[str, Any] | None:
         context = None
         async with aiohttp.ClientSession() as session:
             for number, text in enumerate(texts):
@@ -92,7 +93,7 @@ def test_a_conversation_continues_on_every_replica(cluster: Cluster) -> None:
         users = [m["content"] for m in request.messages if m["role"] == "user"]
         assert users == texts[: number + 1], (number, users)
     assert context is not None
-    front = [h for h in context["chat_histories"] if h["origin"][0]["tool"] == "echoer"]  # type: ignore[index]
+    front = [h for h in context["chat_histories"] if h["origin"][0]["tool"] == "echoer"]
     assert [m["text"] for m in front[0]["messages"]] == [t for text in texts for t in (text, text)]
 
 
