@@ -131,7 +131,11 @@ async def _serve(args: argparse.Namespace) -> int:
     server = AgentServer(config)
     for error in server.registry.errors:
         log.error("not serving: %s", error)
-    await server.start()
+    try:
+        await server.start()
+    except (ValueError, OSError) as error:  # half a TLS pair, unreadable files, port taken
+        log.error("gRPC server cannot start: %s", error)
+        return 2
     metrics_port = 0
     if args.metrics_port:
         from prometheus_client import start_http_server

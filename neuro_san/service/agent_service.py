@@ -184,7 +184,9 @@ class AgentRouter(grpc.GenericRpcHandler):
         self._telemetry.request_started(call.agent, method)
         started = time.monotonic()
         code = "OK"
-        token = CALL.set((call.request_id, call.agent))
+        # Each RPC runs in its own task, hence its own context: the value needs no reset
+        # (and a stream closed from another context could not reset it anyway).
+        CALL.set((call.request_id, call.agent))
         try:
             with self._telemetry.span(
                 f"{_SPAN_PREFIX.get(method, method)} {call.agent}".rstrip(),
@@ -209,7 +211,6 @@ class AgentRouter(grpc.GenericRpcHandler):
             log.info(
                 "%s %s", method, code, extra={"method": method, "status": code, "duration_ms": round(seconds * 1000, 2)}
             )
-            CALL.reset(token)
 
     def _unary(
         self, method: str, agent: str | None, produce: Callable[[str, Any], Any]
