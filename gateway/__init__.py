@@ -10,7 +10,21 @@ Grpc-Timeout), :mod:`~gateway.forward` (unary, NDJSON, SSE), :mod:`~gateway.invo
 :mod:`~gateway.cli`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from gateway.config import GatewayConfig
-from gateway.server import GatewayHandle, start_gateway
+
+if TYPE_CHECKING:
+    from gateway.server import GatewayHandle, start_gateway
 
 __all__ = ["GatewayConfig", "GatewayHandle", "start_gateway"]
+
+
+def __getattr__(name: str) -> Any:
+    # The server (aiohttp, grpc, descriptors) loads on first use, so importing the
+    # package for its CLI arguments or config stays cheap for client commands.
+    if name in ("GatewayHandle", "start_gateway"):
+        from gateway import server
+
+        return getattr(server, name)
+    raise AttributeError(name)

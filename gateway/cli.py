@@ -16,7 +16,6 @@ import ssl
 from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
-from gateway.server import start_gateway
 from gateway.tls import TlsConfigError
 
 log = logging.getLogger(__name__)
@@ -147,6 +146,8 @@ async def _serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    from gateway.server import start_gateway  # aiohttp and grpc load only when the gateway runs
+
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args))
     # Tests and supervisors read the bound port from this line.
     print(f"gateway listening on {handle.scheme}://{args.host}:{handle.port} -> {args.target}", flush=True)
