@@ -41,6 +41,9 @@ class GatewayHandle:
             await self._invoker.close()
 
 
+LISTEN_BACKLOG = 4096
+
+
 async def start_gateway(
     target: str | grpc.aio.Channel,
     host: str,
@@ -70,7 +73,9 @@ async def start_gateway(
             shutdown_timeout=config.shutdown_grace_seconds,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+        # A deep accept queue: aiohttp's default of 128 drops connections in a burst of
+        # thousands of clients, who then wait out TCP's retry timer (seen in the S5 bench).
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=LISTEN_BACKLOG)
         await site.start()
     except BaseException:
         await invoker.close()
