@@ -21,6 +21,7 @@ from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 
 #: The API version header value this adapter speaks.
@@ -30,7 +31,7 @@ DEFAULT_MAX_TOKENS = 4096
 EMPTY_TEXT = "(empty)"
 
 
-class AnthropicModel:
+class AnthropicModel(HttpJsonModel):
     """A :class:`~neuro_san.llm.interface.Model` over Anthropic messages (non-streaming)."""
 
     def __init__(
@@ -42,26 +43,9 @@ class AnthropicModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> None:
-        self._pool = pool
-        self._endpoint = endpoint
-        self._model_name = model_name
+        super().__init__(pool, endpoint, model_name)
         self._temperature = temperature
         self._max_tokens = max_tokens or DEFAULT_MAX_TOKENS
-
-    @property
-    def provider(self) -> str:
-        return self._endpoint.provider
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self._endpoint
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self._model_name!r}, {self._endpoint.url!r})"
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
@@ -86,12 +70,7 @@ class AnthropicModel:
             body["temperature"] = self._temperature
         return body
 
-    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
-        reply = await self._pool.post(
-            self._endpoint,
-            self.request_body(messages, tools),
-            target=f"model {self._model_name!r}",
-        )
+    def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         return parse_anthropic_reply(reply, self._endpoint.provider, self._model_name)
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpJsonModel):
     """A :class:`~neuro_san.llm.interface.Model` over chat completions (non-streaming).
 
     Instances are immutable and shared by concurrent requests.
@@ -40,27 +41,10 @@ class OpenAIChatModel:
         """``reasoning`` (default: guessed from the name, see :func:`is_reasoning_model`)
         marks OpenAI reasoning models, which take ``max_completion_tokens`` instead of
         ``max_tokens`` and reject a non-default ``temperature`` (so it is not sent)."""
-        self._pool = pool
-        self._endpoint = endpoint
-        self._model_name = model_name
+        super().__init__(pool, endpoint, model_name)
         self._reasoning = is_reasoning_model(model_name) if reasoning is None else reasoning
         self._temperature = None if self._reasoning else temperature
         self._max_tokens = max_tokens
-
-    @property
-    def provider(self) -> str:
-        return self._endpoint.provider
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self._endpoint
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self._model_name!r}, {self._endpoint.url!r})"
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
@@ -77,12 +61,7 @@ class OpenAIChatModel:
             body["max_completion_tokens" if self._reasoning else "max_tokens"] = self._max_tokens
         return body
 
-    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
-        reply = await self._pool.post(
-            self._endpoint,
-            self.request_body(messages, tools),
-            target=f"model {self._model_name!r}",
-        )
+    def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         return parse_openai_reply(reply, self._endpoint.provider, self._model_name)
 
 

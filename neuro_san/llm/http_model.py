@@ -1,0 +1,55 @@
+"""What every HTTP JSON model adapter shares: identity, and one call's shape.
+
+An adapter (OpenAI chat completions, Anthropic messages) only says how to build a
+request body and how to read a reply; sending it, retrying and translating errors is
+:class:`~neuro_san.llm.http.HttpPool`'s job.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
+
+
+class HttpJsonModel(ABC):
+    """Base of the adapters: a :class:`~neuro_san.llm.interface.Model` over one endpoint."""
+
+    def __init__(self, pool: HttpPool, endpoint: Endpoint, model_name: str) -> None:
+        self._pool = pool
+        self._endpoint = endpoint
+        self._model_name = model_name
+
+    @property
+    def provider(self) -> str:
+        return self._endpoint.provider
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model_name!r}, {self._endpoint.url!r})"
+
+    @abstractmethod
+    def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """The JSON body for one call."""
+
+    @abstractmethod
+    def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
+        """The model's turn in a successful reply; LlmMalformedReply when it is not one."""
+
+    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
+        reply = await self._pool.post(
+            self._endpoint,
+            self.request_body(messages, tools),
+            target=f"model {self._model_name!r}",
+        )
+        return self.parse_reply(reply)
