@@ -25,26 +25,12 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from gateway.errors import bad_request
-from gateway.marshal import MessageCodec
+from gateway.marshal import INT_TYPES, MessageCodec
 from gateway.routes import Route, resolve_field_path
 
 _PRINTABLE_ASCII = re.compile(r"^[\x20-\x7e]+$")
 _TRUE = frozenset({"true", "1", "t", "yes"})
 _FALSE = frozenset({"false", "0", "f", "no"})
-_INT_TYPES = frozenset(
-    {
-        FieldDescriptor.TYPE_INT32,
-        FieldDescriptor.TYPE_INT64,
-        FieldDescriptor.TYPE_UINT32,
-        FieldDescriptor.TYPE_UINT64,
-        FieldDescriptor.TYPE_SINT32,
-        FieldDescriptor.TYPE_SINT64,
-        FieldDescriptor.TYPE_FIXED32,
-        FieldDescriptor.TYPE_FIXED64,
-        FieldDescriptor.TYPE_SFIXED32,
-        FieldDescriptor.TYPE_SFIXED64,
-    }
-)
 
 
 class RequestBinder:
@@ -139,7 +125,7 @@ def convert_scalar(fd: FieldDescriptor, text: str, name: str) -> Any:
     try:
         if kind == FieldDescriptor.TYPE_STRING:
             return text
-        if kind in _INT_TYPES:
+        if kind in INT_TYPES:
             return int(text)
         if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
             return float(text)

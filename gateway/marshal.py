@@ -31,7 +31,8 @@ _STRUCT_TYPES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
 )
 _MAX_SAFE_INT = 2**53
-_INT_TYPES = frozenset(
+#: The integer field types (shared with the binder's query-parameter parsing).
+INT_TYPES = frozenset(
     {
         FieldDescriptor.TYPE_INT32,
         FieldDescriptor.TYPE_INT64,
@@ -289,7 +290,7 @@ def _normalize_value(value: Any, info: _FieldIn, where: str) -> Any:
     elif kind == FieldDescriptor.TYPE_BOOL:
         if type(value) is not bool:
             raise _wrong_type(where, "a boolean", value)
-    elif kind in _INT_TYPES or kind in _FLOAT_TYPES:
+    elif kind in INT_TYPES or kind in _FLOAT_TYPES:
         if type(value) not in (int, float, str):
             raise _wrong_type(where, "a number", value)
     return value
