@@ -46,11 +46,14 @@ def summarize(collapsed: Path, top: int) -> str:
     return "\n".join(lines)
 
 
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
+
+
 def _short(frame: str) -> str:
     # py-spy frames look like "function (path/to/file.py:123)".
     name, _, where = frame.partition(" (")
     path = where.rsplit(":", 1)[0]
-    for marker in ("site-packages/", "/work/main/", "lib/python3.11/"):
+    for marker in ("site-packages/", f"{REPO_ROOT}/", "/lib/python3."):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
