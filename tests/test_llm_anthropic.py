@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from neuro_san.llm.anthropic import parse_anthropic_reply, to_anthropic_messages
-from neuro_san.llm.config import LlmFactory
 from neuro_san.llm.errors import LlmMalformedReply
+from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, ToolCall, ToolSpec, Usage
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm

@@ -9,12 +9,8 @@ import pytest
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm import config as config_module
-from neuro_san.llm.config import (
-    LlmFactory,
-    ResolvedConfig,
-    apply_override,
-    resolve_llm_config,
-)
+from neuro_san.llm.config import ResolvedConfig, resolve_llm_config
+from neuro_san.llm.factory import LlmFactory, apply_override
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import Model
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from neuro_san.llm.config import LlmFactory
+from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, ToolSpec
 from tests.fakes.fake_llm import FakeLlmServer, Reply, echo_rule, run_with_fake_llm, tool_then_answer_rule

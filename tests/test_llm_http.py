@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from neuro_san.core.errors import Code
-from neuro_san.llm.config import LlmFactory
 from neuro_san.llm.errors import (
     LlmAuthError,
     LlmConnectionError,
@@ -26,6 +25,7 @@ from neuro_san.llm.errors import (
     LlmRateLimited,
     LlmTimeout,
 )
+from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, Model
 from neuro_san.llm.retry import RetryPolicy, parse_retry_after

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from neuro_san.core.errors import ConfigurationError
-from neuro_san.llm import config as llm_config_module
-from neuro_san.llm.config import LlmFactory
+from neuro_san.llm import factory as llm_config_module
+from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, HttpPool, env_proxy_for
 from neuro_san.llm.interface import LlmMessage
 from neuro_san.runtime import agent_loop

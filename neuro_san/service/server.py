@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.telemetry import Telemetry
-from neuro_san.llm.config import LlmFactory
+from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.runtime.coded_tools import CodedToolResolver

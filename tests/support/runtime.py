@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from neuro_san.core.messages import ChatContext, ChatFilter, ChatMessage, ChatRequest, MessageType, origin_str
-from neuro_san.llm.config import LlmFactory
+from neuro_san.llm.factory import LlmFactory
 from neuro_san.network.builder import build_network
 from neuro_san.network.spec import NetworkSpec
 from neuro_san.runtime.coded_tools import CodedToolResolver
