@@ -9,7 +9,6 @@ round trips.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 
 from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
-from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec, Usage
 from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.context import RequestContext, usage_structure
@@ -118,7 +117,7 @@ async def _run_llm_agent(
     history: list[LlmMessage] | None,
     announce_instructions: bool,
 ) -> str:
-    from neuro_san.runtime.tools import call_tool  # tools call back into this module
+    from neuro_san.runtime.tools import run_tool_calls  # tools call back into this module
 
     started = time.monotonic()
     model = ctx.models.create(agent.llm_config)
@@ -149,7 +148,7 @@ async def _run_llm_agent(
         messages.append(
             LlmMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
         )
-        results = await _run_calls(ctx, agent, origin, by_name, response.tool_calls, call_tool)
+        results = await run_tool_calls(ctx, agent, origin, by_name, response.tool_calls)
         for call, result in zip(response.tool_calls, results, strict=True):
             messages.append(LlmMessage(role="tool", content=result, tool_call_id=call.id, name=call.name))
     else:
@@ -166,9 +165,9 @@ async def _run_llm_agent(
     return answer
 
 
-async def _ask_model(ctx: RequestContext, model: Model, messages: list[LlmMessage], specs: list[ToolSpec]) -> (
-    ModelResponse
-):
+async def _ask_model(
+    ctx: RequestContext, model: Model, messages: list[LlmMessage], specs: list[ToolSpec]
+) -> ModelResponse:
     """One model call (retries included), reported to metrics and as an ``llm`` span."""
     telemetry = ctx.telemetry
     with telemetry.span(
@@ -190,14 +189,6 @@ async def _ask_model(ctx: RequestContext, model: Model, messages: list[LlmMessag
         return response
 
 
-async def _run_calls(ctx, agent, origin, by_name, calls: tuple[ToolCall, ...], call_tool) -> list[str]:  # type: ignore[no-untyped-def]
-    if len(calls) == 1:
-        return [await call_tool(ctx, agent, origin, by_name, calls[0])]
-    # Several calls in one turn run concurrently; a TaskGroup cancels the siblings when
-    # the request is cancelled.
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(call_tool(ctx, agent, origin, by_name, c)) for c in calls]
-    return [t.result() for t in tasks]
 
 
 def describe_call(name: str, arguments: Mapping[str, object]) -> str:

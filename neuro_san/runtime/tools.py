@@ -9,8 +9,9 @@ Whatever the kind, the caller journals ``AGENT "Invoking …"`` before and
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
@@ -86,3 +87,19 @@ def _span_name(ref: str) -> str:
     if not separator or "@" not in rest.split("/", 1)[0]:
         return ref
     return f"{scheme}://{rest.split('@', 1)[1]}"
+
+
+async def run_tool_calls(
+    ctx: RequestContext,
+    caller: AgentSpec,
+    caller_origin: OriginPath,
+    bindings: Mapping[str, ToolBinding],
+    calls: Sequence[ToolCall],
+) -> list[str]:
+    """The results of one model turn's tool calls, in order. Several calls run
+    concurrently; the TaskGroup cancels the siblings when the request is cancelled."""
+    if len(calls) == 1:
+        return [await call_tool(ctx, caller, caller_origin, bindings, calls[0])]
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(call_tool(ctx, caller, caller_origin, bindings, call)) for call in calls]
+    return [task.result() for task in tasks]
