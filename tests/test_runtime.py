@@ -370,3 +370,23 @@ def test_structure_formats_json_lifts_the_object() -> None:
         assert final.text == "Here:  done"
 
     run_with_fake_llm(body)
+
+
+def test_max_message_history_bounds_what_is_carried() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        network = {
+            "llm_config": fake.llm_config(),
+            "tools": [{"name": "echo", "instructions": "Echo.", "max_message_history": 2}],
+        }
+        host, factory = make_host({"echo": network})
+        context = None
+        for text in ("one", "two", "three"):
+            final = (await run_chat(host, "echo", text, chat_context=context))[-1]
+            context = final.chat_context
+        await factory.aclose()
+        assert context is not None
+        assert [m.text for m in context.chat_histories[0].messages] == ["three", "three"]
+        sent = [(m["role"], m["content"]) for m in fake.requests[-1].body["messages"]]
+        assert sent == [("system", "Echo."), ("user", "two"), ("assistant", "two"), ("user", "three")]
+
+    run_with_fake_llm(body)

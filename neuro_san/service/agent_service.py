@@ -87,6 +87,16 @@ def _refuse_undecodable(request: Any) -> None:
         raise InvalidRequest(f"the request message is not valid protobuf: {request.reason}")
 
 
+REQUEST_ID_KEY = "request-id"
+
+
+async def _announce(context: grpc.aio.ServicerContext, call: _Call) -> None:
+    """Send the call's request id first (the client's ``request_id``, or one made up), so
+    clients can quote it and find the call in the server's log; over HTTP it arrives
+    as the ``Grpc-Metadata-Request-Id`` header."""
+    await context.send_initial_metadata(((REQUEST_ID_KEY, call.request_id),))
+
+
 class AgentRouter(grpc.GenericRpcHandler):
     def __init__(
         self,
@@ -218,6 +228,7 @@ class AgentRouter(grpc.GenericRpcHandler):
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 with self._observed(method, agent, context) as call:
+                    await _announce(context, call)
                     _refuse_undecodable(request)
                     call.bind(self._agent_name(agent, context))
                     return produce(call.agent, request)
@@ -234,6 +245,7 @@ class AgentRouter(grpc.GenericRpcHandler):
         ) -> AsyncIterator[agent_pb2.ChatResponse]:
             try:
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
+                    await _announce(context, call)
                     _refuse_undecodable(request)
                     name = call.bind(self._agent_name(agent, context))
                     chat_request = convert.request_from_proto(request, self._metadata(context))
