@@ -56,7 +56,9 @@ async def call_tool(
         structure={"invoking_start": True, "invoked_agent_name": binding.ref, "params": arguments},
     )
     ref = binding.ref
-    log.debug("calling tool %s from %s", ref, origin_str(caller_origin))
+    if log.isEnabledFor(logging.DEBUG):  # the origin string is built only when it is logged
+        origin = origin_str(caller_origin)
+        log.debug("calling tool %s from %s", ref, origin, extra={"origin": origin, "tool": ref})
     external = is_external_ref(ref)
     kind = "external_agent" if external else ctx.network.agents[ref].kind
     callee_origin = ctx.instantiate(caller_origin, ref)
