@@ -127,6 +127,9 @@ async def _load_until(cluster: Cluster, stop_at: float, results: list[Timed]) ->
         await asyncio.gather(*(client(n, channel, session) for n in range(CLIENTS)))
 
 
+DETECTION_WINDOW_SECONDS = 0.25
+
+
 def test_kill_9_of_a_replica_fails_only_its_in_flight_chats(cluster: Cluster) -> None:
     """Runs last in this module: it leaves the cluster one replica short."""
     victim = cluster.replicas[1]
@@ -145,11 +148,16 @@ def test_kill_9_of_a_replica_fails_only_its_in_flight_chats(cluster: Cluster) ->
     assert victim.process.wait(5) == -9
 
     failed = [r for r in results if not r.outcome.ok]
-    later = [r for r in results if r.started > killed_at]
+    # A call a client sends in the moment between the kill and its channel noticing the
+    # dead connection goes out on that connection and fails at once (UNAVAILABLE,
+    # "broken pipe"): it is in flight at the kill as far as the network can know. Calls
+    # sent after that window must all succeed.
+    noticed_at = killed_at + DETECTION_WINDOW_SECONDS
+    later = [r for r in results if r.started > noticed_at]
     assert len(later) >= 20, "too little load after the kill"
     assert not [r for r in later if not r.outcome.ok], [r for r in later if not r.outcome.ok][:3]
     for result in failed:
-        assert result.started <= killed_at <= result.ended, f"failed while not in flight at the kill: {result}"
+        assert result.started <= noticed_at and killed_at <= result.ended, f"failed while not in flight: {result}"
         assert result.outcome.code == "UNAVAILABLE" and result.outcome.message, result
         if result.outcome.transport == "http":
             assert result.outcome.http_status in (200, 503), result  # an error line, or 503
