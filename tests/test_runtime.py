@@ -390,3 +390,37 @@ def test_max_message_history_bounds_what_is_carried() -> None:
         assert sent == [("system", "Echo."), ("user", "two"), ("assistant", "two"), ("user", "three")]
 
     run_with_fake_llm(body)
+
+
+def test_resources_left_in_sly_data_are_closed(tmp_path: Path) -> None:
+    tool = tmp_path / "team" / "opener.py"
+    tool.parent.mkdir(parents=True)
+    tool.write_text(
+        "from neuro_san.interfaces.coded_tool import CodedTool\n"
+        "CLOSED = []\n"
+        "class Handle:\n"
+        "    def __init__(self, name): self.name = name\n"
+        "    def close(self): CLOSED.append(self.name)\n"
+        "class AsyncHandle(Handle):\n"
+        "    async def close(self): CLOSED.append(self.name)\n"
+        "class Opener(CodedTool):\n"
+        "    async def async_invoke(self, args, sly_data):\n"
+        "        sly_data['sync'] = Handle('sync')\n"
+        "        sly_data['async'] = AsyncHandle('async')\n"
+        "        return 'opened'\n"
+    )
+
+    async def body(fake: FakeLlmServer) -> None:
+        network = _three_level(fake.llm_config())
+        network["tools"][0]["tools"] = ["counter"]
+        network["tools"][2]["class"] = "opener.Opener"
+        host, factory = make_host({"team": network}, [tmp_path])
+        fake.enqueue(Reply.calls(FakeToolCall("counter", {"word": "x"})), Reply.answer("done"))
+        assert (await run_chat(host, "team", "go"))[-1].text == "done"
+        await factory.aclose()
+        import sys
+
+        module = next(m for name, m in sys.modules.items() if name.endswith("opener"))
+        assert sorted(module.CLOSED) == ["async", "sync"]
+
+    run_with_fake_llm(body)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -28,6 +30,7 @@ from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.structure import extract_json_object
 
 _DONE = object()
+log = logging.getLogger(__name__)
 
 
 class NetworkHost:
@@ -183,6 +186,8 @@ class NetworkHost:
                 f"the request ran out of time after {min(budgets):g} s "
                 "(max_execution_seconds / request_timeout_seconds)"
             ) from error
+        finally:
+            await close_resources(ctx.sly_data)
 
     async def _turn(self, ctx: RequestContext, request: ChatRequest) -> ChatMessage:
         network = ctx.network
@@ -221,3 +226,21 @@ class NetworkHost:
             chat_context=context,
             sly_data=sly_out or None,
         )
+
+
+async def close_resources(sly_data: dict[str, Any]) -> None:
+    """Close what coded tools left in sly_data (clients, files…), as neuro-san does: any
+    value with a ``close()``, sync or async, once the request is over, however it ended.
+    A failing close is logged (by type only: sly_data stays out of the log)."""
+    for key, value in list(sly_data.items()):
+        if isinstance(value, (str, bytes, int, float, bool, list, dict, type(None))):
+            continue
+        close = getattr(value, "close", None)
+        if not callable(close):
+            continue
+        try:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+        except Exception as error:  # one bad resource must not hide the answer
+            log.warning("closing sly_data[%r] failed: %s", key, type(error).__name__)
