@@ -13,7 +13,6 @@ import http.client
 import json
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -21,10 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fakes.fake_llm import FakeLlmServer
 from tests.support import load
-from tests.support.fake_thread import FakeInThread, override_env
-from tests.support.servers import ServerProcess, start_server
+from tests.support.fake_thread import Rig, fake_backed_server
 
 CHAT = "/api/v1/echo/streaming_chat"
 FUZZ = settings(
@@ -35,17 +32,10 @@ FUZZ = settings(
 )
 
 
-@dataclass
-class Rig:
-    fake: FakeLlmServer
-    server: ServerProcess
-
-
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    with FakeInThread() as fake, start_server(env=override_env(fake), http=True) as server:
-        yield Rig(fake, server)
-        assert server.process.poll() is None, f"the server died:\n{server.log()}"
+    with fake_backed_server() as running:
+        yield running
 
 
 class Http:

@@ -14,7 +14,6 @@ import itertools
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -25,24 +24,17 @@ from neuro_san.runtime.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
 from neuro_san.service.convert import MAX_CONTEXT_ENTRIES
 from tests.fakes.fake_llm import FakeLlmServer
 from tests.support import load
-from tests.support.fake_thread import FakeInThread, override_env
+from tests.support.fake_thread import FakeInThread, Rig, fake_backed_server, override_env
 from tests.support.servers import ServerProcess, start_server
 
 FRONT = [{"tool": "echoer", "instantiation_index": 1}]
 _numbers = itertools.count()
 
 
-@dataclass
-class Rig:
-    fake: FakeLlmServer
-    server: ServerProcess
-
-
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    with FakeInThread() as fake, start_server(env=override_env(fake), http=True) as server:
-        yield Rig(fake, server)
-        assert server.process.poll() is None, f"the server died:\n{server.log()}"
+    with fake_backed_server() as running:
+        yield running
 
 
 def message(kind: str, text: str, origin: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import aiohttp
 import grpc
 import pytest
 
-from tests.fakes.fake_llm import FakeLlmServer, Reply
+from tests.fakes.fake_llm import Reply
 from tests.support import load
-from tests.support.fake_thread import FakeInThread
-from tests.support.servers import ServerProcess, start_server
+from tests.support.fake_thread import Rig, fake_backed_server
+from tests.support.servers import ServerProcess
 
 MAX_ATTEMPTS = 3
 ATTEMPT_TIMEOUT = 1.0
@@ -39,20 +37,11 @@ def unique(label: str) -> str:
     return f"{label}-{next(_texts)}-{time.monotonic_ns()}"
 
 
-@dataclass
-class Rig:
-    fake: FakeLlmServer
-    server: ServerProcess
-
-
 @pytest.fixture(scope="module")
 def rig() -> Iterator[Rig]:
-    with FakeInThread() as fake:
-        config = fake.llm_config(max_attempts=MAX_ATTEMPTS, request_timeout=ATTEMPT_TIMEOUT)
-        with start_server(env={"AGENT_LLM_OVERRIDE": json.dumps(config)}, http=True) as server:
-            yield Rig(fake, server)
-            assert server.process.poll() is None, f"the server died:\n{server.log()}"
-            assert load.UNEXPECTED.split(";")[0] not in server.log(), server.log()
+    with fake_backed_server(max_attempts=MAX_ATTEMPTS, request_timeout=ATTEMPT_TIMEOUT) as running:
+        yield running
+        assert load.UNEXPECTED.split(";")[0] not in running.server.log(), running.server.log()
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 from tests.fakes.fake_llm import FakeLlmServer
+from tests.support.servers import ServerProcess, start_server
 
 
 class FakeInThread:
@@ -30,3 +35,22 @@ class FakeInThread:
 def override_env(fake: FakeLlmServer) -> dict[str, str]:
     """Environment that runs every network of a server on ``fake``."""
     return {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config())}
+
+
+@dataclass
+class Rig:
+    """A real server whose networks all talk to a fake LLM running in this process."""
+
+    fake: FakeLlmServer
+    server: ServerProcess
+
+
+@contextmanager
+def fake_backed_server(http: bool = True, **llm_config: Any) -> Iterator[Rig]:
+    """Start a fake LLM and a server pointed at it (``llm_config`` extras such as
+    ``max_attempts`` go into the override); fail if the server died meanwhile."""
+    with FakeInThread() as fake:
+        env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config(**llm_config))}
+        with start_server(env=env, http=http) as server:
+            yield Rig(fake, server)
+            assert server.process.poll() is None, f"the server died:\n{server.log()}"
