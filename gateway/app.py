@@ -21,6 +21,7 @@ from gateway.binder import RequestBinder
 from gateway.config import GatewayConfig
 from gateway.errors import GatewayError, encode_status
 from gateway.forward import SSE_TYPE, Forwarder, json_response
+from gateway.frontends import FrontEnd, FrontEndContext, FrontEndFactory, FrontEndRoute
 from gateway.health import probe
 from gateway.invoker import Invoker
 from gateway.marshal import MessageCodec, dumps
@@ -28,6 +29,7 @@ from gateway.metadata import HeaderMapper, parse_timeout
 from gateway.metrics import CLIENT_CLOSED, PREFLIGHT, UNMATCHED, metrics_endpoint, observe
 from gateway.mux import Entry, MethodNotAllowed, NoRoute, Router
 from gateway.openapi import build_document
+from gateway.pattern import CompiledPattern, parse_template
 from gateway.routes import Route, routes_from_services
 from neuro_san.core.errors import Code
 
@@ -88,6 +90,7 @@ class Gateway:
         invoker: Invoker,
         config: GatewayConfig,
         services: Iterable[ServiceDescriptor] | None = None,
+        frontends: Iterable[FrontEndFactory] = (),
     ) -> None:
         self.invoker = invoker
         self.config = config
@@ -95,7 +98,7 @@ class Gateway:
         self.routes = routes_from_services(services or default_services())
         self.mapper = HeaderMapper(config.forwarded_headers)
         self._cors_origins = frozenset(config.cors_origins)
-        entries: list[Entry[ApiTarget | Endpoint]] = []
+        entries: list[Entry[ApiTarget | Endpoint | FrontEndRoute]] = []
         for route in self.routes:
             forwarder = Forwarder(
                 call=invoker.callable_for(route),
@@ -115,7 +118,27 @@ class Gateway:
         ]
         if config.metrics:
             entries.append(Router.fixed("GET", METRICS_PATH, Endpoint("metrics", metrics_endpoint)))
-        self.router: Router[ApiTarget | Endpoint] = Router(entries)
+        context = FrontEndContext(
+            invoker=invoker,
+            config=config,
+            headers=self.mapper,
+            is_draining=lambda: self.draining,
+            routes_by_path={route.grpc_path: route for route in self.routes},
+        )
+        self.frontends: list[FrontEnd] = [factory(context) for factory in frontends]
+        for frontend in self.frontends:
+            for frontend_route in frontend.routes():
+                template = parse_template(frontend_route.template)
+                pattern = CompiledPattern(template, greedy=frozenset(template.variable_names))
+                entries.append(Entry(frontend_route.http_method, pattern, frontend_route))
+        self.router: Router[ApiTarget | Endpoint | FrontEndRoute] = Router(entries)
+
+    async def close_frontends(self) -> None:
+        for frontend in self.frontends:
+            try:
+                await frontend.close()
+            except Exception:  # one front-end's failure must not keep the others open
+                log.exception("closing a front-end failed")
 
     def make_app(self) -> web.Application:
         app = web.Application(client_max_size=self.config.max_body_bytes)
@@ -151,6 +174,9 @@ class Gateway:
             if isinstance(target, ApiTarget):
                 label.name = target.route.method.name
                 response = await self._call(request, target, match.captures, cors)
+            elif isinstance(target, FrontEndRoute):
+                label.name = target.name
+                response = await target.handler(request, match.captures)
             else:
                 label.name = target.name
                 response = await target.handler(request)

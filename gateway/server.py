@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from gateway.app import Gateway
 from gateway.config import GatewayConfig
+from gateway.frontends import FrontEndFactory
 from gateway.invoker import Invoker
 from gateway.tls import channel_credentials, server_ssl_context
 
@@ -38,7 +40,10 @@ class GatewayHandle:
         try:
             await self._runner.cleanup()
         finally:
-            await self._invoker.close()
+            try:
+                await self.gateway.close_frontends()
+            finally:
+                await self._invoker.close()
 
 
 LISTEN_BACKLOG = 4096
@@ -49,13 +54,15 @@ async def start_gateway(
     host: str,
     port: int,
     config: GatewayConfig | None = None,
+    frontends: Sequence[FrontEndFactory] = (),
 ) -> GatewayHandle:
     """Serve the HTTP/JSON API on ``host:port`` in front of the gRPC ``target``.
 
     ``target`` is ``"host:port"``, several comma-separated ``host:port`` replicas
     (round-robin), any gRPC target string, or an existing ``grpc.aio.Channel`` (which
     stays the caller's to close). TLS on either side comes from ``config``; bad TLS
-    files fail here, at start-up.
+    files fail here, at start-up. ``frontends`` are mounted beside the REST routes
+    (see :mod:`gateway.frontends`).
     """
     config = config or GatewayConfig()
     # Certificates are read once, off the event loop.
@@ -65,7 +72,7 @@ async def start_gateway(
         target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
     )
     try:
-        gateway = Gateway(invoker, config)
+        gateway = Gateway(invoker, config, frontends=frontends)
         runner = web.AppRunner(
             gateway.make_app(),
             handler_cancellation=True,  # a client that goes away cancels its gRPC call

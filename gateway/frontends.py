@@ -1,0 +1,89 @@
+"""The seam for protocol front-ends mounted on the HTTP port beside the REST routes.
+
+A front-end (the MCP server, A2A, the playground) is a package of its own. It never
+reaches the service layer directly: it gets a :class:`FrontEndContext` with the
+gateway's invoker (in-process inside ``neuro-san serve``, a gRPC channel in the
+standalone gateway), so authentication, admission, request ids, limits and metrics are
+the same as for every REST call. It answers with :class:`FrontEndRoute`\\ s that the
+gateway adds to its one route table (so 404/405/OPTIONS and the metrics label work as
+for every other path).
+
+A front-end is made by a factory, called once when the gateway starts::
+
+    def make_frontend(context: FrontEndContext) -> FrontEnd: ...
+
+and passed to ``start_gateway(..., frontends=[make_frontend])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from gateway.config import GatewayConfig
+    from gateway.invoker import Invoker
+    from gateway.metadata import HeaderMapper
+    from gateway.routes import Route
+
+#: A front-end handler gets the request and the route template's captures.
+FrontEndHandler = Callable[[web.Request, dict[str, str]], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontEndRoute:
+    """One path a front-end serves.
+
+    ``template`` is a ``google.api.http`` path template; its single-segment variables are
+    greedy (``/a2a/{agent}/card`` captures ``deep/math_guy``), as the REST routes' are.
+    ``name`` is the metrics label of the route.
+    """
+
+    http_method: str
+    template: str
+    name: str
+    handler: FrontEndHandler
+
+
+class FrontEnd(Protocol):
+    """A protocol served on the HTTP port through the invoker seam."""
+
+    def routes(self) -> Iterable[FrontEndRoute]:
+        """The paths it serves; called once, when the gateway builds its route table."""
+        ...
+
+    async def close(self) -> None:
+        """Release what it holds (sessions, tasks); called when the gateway stops."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FrontEndContext:
+    """What a front-end may use: the invoker and the gateway's own settings."""
+
+    invoker: Invoker
+    config: GatewayConfig
+    #: Request headers → gRPC metadata, as the REST routes map them (``Authorization``,
+    #: ``request_id``… are forwarded so the service authenticates and logs the call).
+    headers: HeaderMapper
+    #: True once the gateway drains: refuse new work with 503 / UNAVAILABLE.
+    is_draining: Callable[[], bool]
+    #: gRPC method path (``/pkg.Service/Method``) → the REST route bound to it.
+    routes_by_path: dict[str, Route]
+
+    def method(self, service: str, method: str) -> Callable[..., Any]:
+        """The invoker's callable for ``service``'s ``method`` (e.g. AgentService, StreamingChat).
+
+        Called as a grpc.aio multicallable: ``call(request, metadata=..., timeout=...)``;
+        unary methods are awaited, streaming ones iterated.
+        """
+        for path, route in self.routes_by_path.items():
+            if path.endswith(f".{service}/{method}"):
+                return self.invoker.callable_for(route)
+        raise LookupError(f"no route for {service}/{method}")
+
+
+FrontEndFactory = Callable[[FrontEndContext], FrontEnd]
