@@ -86,6 +86,36 @@ async def _resolve(host_port: str) -> tuple[str, int]:
 
 
 class Invoker:
+    """The seam between the gateway (and its front-ends) and the service: one callable per
+    route, health, close. :class:`GrpcInvoker` calls over a gRPC channel (the standalone
+    gateway); :class:`gateway.inprocess.InProcessInvoker` calls the service layer in the
+    same process (``neuro-san serve``). Callables behave as grpc.aio multicallables."""
+
+    def callable_for(self, route: Route) -> Callable[..., Any]:
+        """The multicallable of a route's method (built once per route)."""
+        raise NotImplementedError
+
+    async def health(self, service: str, deadline: float) -> int:
+        """The serving status of ``service`` (``""``: the whole server); raises AioRpcError."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what the invoker holds."""
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str | grpc.aio.Channel,
+        max_message_bytes: int,
+        keepalive_seconds: float = 0,
+        credentials: grpc.ChannelCredentials | None = None,
+        server_name: str | None = None,
+    ) -> GrpcInvoker:
+        """A gRPC invoker for ``target`` (see :meth:`GrpcInvoker.connect`)."""
+        return await GrpcInvoker.connect(target, max_message_bytes, keepalive_seconds, credentials, server_name)
+
+
+class GrpcInvoker(Invoker):
     """Holds the channel and one multicallable per route."""
 
     def __init__(self, channel: grpc.aio.Channel, owns_channel: bool) -> None:
@@ -105,7 +135,7 @@ class Invoker:
         keepalive_seconds: float = 0,
         credentials: grpc.ChannelCredentials | None = None,
         server_name: str | None = None,
-    ) -> Invoker:
+    ) -> GrpcInvoker:
         """A channel to ``target``: TLS with ``credentials``, else plaintext."""
         if not isinstance(target, str):
             return cls(target, owns_channel=False)

@@ -50,11 +50,12 @@ LISTEN_BACKLOG = 4096
 
 
 async def start_gateway(
-    target: str | grpc.aio.Channel,
+    target: str | grpc.aio.Channel | Invoker,
     host: str,
     port: int,
     config: GatewayConfig | None = None,
     frontends: Sequence[FrontEndFactory] = (),
+    reuse_port: bool = False,
 ) -> GatewayHandle:
     """Serve the HTTP/JSON API on ``host:port`` in front of the gRPC ``target``.
 
@@ -62,15 +63,21 @@ async def start_gateway(
     (round-robin), any gRPC target string, or an existing ``grpc.aio.Channel`` (which
     stays the caller's to close). TLS on either side comes from ``config``; bad TLS
     files fail here, at start-up. ``frontends`` are mounted beside the REST routes
-    (see :mod:`gateway.frontends`).
+    (see :mod:`gateway.frontends`). An :class:`Invoker` is used as it is (the
+    in-process one inside ``neuro-san serve``); the gateway closes it when it stops.
+    ``reuse_port``: several processes share ``port`` (SO_REUSEPORT; ``serve --workers``).
     """
     config = config or GatewayConfig()
     # Certificates are read once, off the event loop.
     ssl_context = await asyncio.to_thread(server_ssl_context, config)
     credentials = await asyncio.to_thread(channel_credentials, config) if isinstance(target, str) else None
-    invoker = await Invoker.connect(
-        target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
-    )
+    described = "the in-process service" if isinstance(target, Invoker) else target
+    if isinstance(target, Invoker):
+        invoker: Invoker = target
+    else:
+        invoker = await Invoker.connect(
+            target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
+        )
     try:
         gateway = Gateway(invoker, config, frontends=frontends)
         runner = web.AppRunner(
@@ -82,7 +89,9 @@ async def start_gateway(
         await runner.setup()
         # A deep accept queue: aiohttp's default of 128 drops connections in a burst of
         # thousands of clients, who then wait out TCP's retry timer (seen in the S5 bench).
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=LISTEN_BACKLOG)
+        site = web.TCPSite(
+            runner, host, port, ssl_context=ssl_context, backlog=LISTEN_BACKLOG, reuse_port=reuse_port or None
+        )
         await site.start()
     except BaseException:
         await invoker.close()
@@ -90,7 +99,7 @@ async def start_gateway(
     bound = _bound_port(runner, port)
     scheme = "https" if ssl_context is not None else "http"
     mtls = " (client certificates required)" if config.tls_client_ca else ""
-    log.info("HTTP gateway on %s://%s:%d%s in front of %s", scheme, host, bound, mtls, target)
+    log.info("HTTP gateway on %s://%s:%d%s in front of %s", scheme, host, bound, mtls, described)
     return GatewayHandle(port=bound, gateway=gateway, scheme=scheme, _runner=runner, _invoker=invoker)
 
 

@@ -22,19 +22,26 @@ from tests.gateway_http_support import (
     open_stream,
     wait_for,
 )
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import INVOKERS, ServerProcess, invoker_env, start_server
 
 FORWARDED = "request_id user_id authorization x-trace"
 
 
-@pytest.fixture(scope="module")
-def markers(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("markers")
+@pytest.fixture(scope="module", params=INVOKERS)
+def invoker(request: pytest.FixtureRequest) -> str:
+    """Every test runs against both invokers of the gateway inside ``serve``."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def served(markers: Path) -> Iterator[ServerProcess]:
-    env = {"GATEWAY_TEST_MARKER_DIR": str(markers), "AGENT_FORWARDED_REQUEST_METADATA": FORWARDED}
+def markers(tmp_path_factory: pytest.TempPathFactory, invoker: str) -> Path:
+    return tmp_path_factory.mktemp(f"markers-{invoker}")
+
+
+@pytest.fixture(scope="module")
+def served(markers: Path, invoker: str) -> Iterator[ServerProcess]:
+    env = {"GATEWAY_TEST_MARKER_DIR": str(markers), "AGENT_FORWARDED_REQUEST_METADATA": FORWARDED,
+           **invoker_env(invoker)}  # fmt: skip
     with start_server(http=True, env=env, extra_args=PROBE_ARGS) as server:
         yield server
 

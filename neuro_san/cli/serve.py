@@ -56,6 +56,9 @@ def add_command(commands: Any) -> None:
         "needs the 'tracing' extra)",
     )
     parser.add_argument("--grace", type=float, default=30.0, help="seconds to let calls finish on SIGTERM")
+    from neuro_san.cli.workers import add_workers_argument
+
+    add_workers_argument(parser)
     parser.add_argument(
         "--log-level", default=os.environ.get("AGENT_SERVICE_LOG_LEVEL", "INFO"),
         help="log level (AGENT_SERVICE_LOG_LEVEL, default INFO)",
@@ -112,9 +115,16 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from neuro_san.cli import workers
     from neuro_san.service.logs import configure_logging
 
     configure_logging(args.log_level)
+    count = workers.worker_count(args)
+    if count is None:
+        return 2
+    if count > 1:
+        return workers.supervise(args, count)
+    workers.tag_worker_logs()
     try:
         import uvloop  # optional extra: `pip install neuro-san-grpc[fast]`
 
@@ -126,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    from neuro_san.cli import workers
     from neuro_san.service.server import AgentServer
+
+    config.reuse_port = workers.is_worker()
+    in_process = workers.gateway_in_process()
 
     server = AgentServer(config)
     for error in server.registry.errors:
@@ -144,8 +158,13 @@ async def _serve(args: argparse.Namespace) -> int:
         metrics_port = metrics_server.server_port
         log.info("Prometheus metrics on %s:%d/metrics", config.host, metrics_port)
     gateway = None
+    local = None
     if not args.no_http:
         from gateway import GatewayConfig, start_gateway
+        from gateway.inprocess import InProcessInvoker
+
+        if in_process:  # the gateway calls the service layer directly, no gRPC hop
+            local = InProcessInvoker(server.handlers.generic, server.health, config.max_message_bytes)
 
         http_port = args.http_port
         if http_port is None:
@@ -154,7 +173,7 @@ async def _serve(args: argparse.Namespace) -> int:
         try:
             # The private internal target is plaintext: only HTTP clients see TLS.
             gateway = await start_gateway(
-                server.internal_target,
+                local or server.internal_target,
                 config.host,
                 http_port,
                 GatewayConfig(
@@ -165,6 +184,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_key=tls_key,
                     tls_client_ca=tls_client_ca,
                 ),
+                reuse_port=config.reuse_port,
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)
@@ -172,7 +192,7 @@ async def _serve(args: argparse.Namespace) -> int:
             return 2
         log.info("HTTP gateway listening on %s://%s:%d", gateway.scheme, config.host, gateway.port)
     # One line machines can wait for (tests, scripts): the ports actually bound.
-    print(f"READY grpc={server.port} http={gateway.port if gateway else 0} metrics={metrics_port}", flush=True)
+    workers.announce_ready(f"READY grpc={server.port} http={gateway.port if gateway else 0} metrics={metrics_port}")
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -182,7 +202,7 @@ async def _serve(args: argparse.Namespace) -> int:
     log.info("shutting down: draining for up to %.0f s", args.grace)
     # Health goes NOT_SERVING first, so the gateway answers 503 to new requests while
     # the calls in flight (gRPC and HTTP alike) finish within the grace period.
-    await server.stop(args.grace)
+    await server.stop(args.grace, drain_local=local.drain if local is not None else None)
     if gateway is not None:
         await gateway.stop()
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
 from neuro_san.service.concierge_service import ConciergeServicer
+from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.metrics import PrometheusTelemetry
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class ServerConfig:
     tls_client_ca: Path | None = None
     #: OpenTelemetry spans (AGENT_TRACING=otel); needs the ``tracing`` extra installed.
     tracing: bool = False
+    #: Share the port with sibling processes (SO_REUSEPORT): ``serve --workers``.
+    reuse_port: bool = False
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -137,6 +141,8 @@ class AgentServer:
         )
         self.admission = Admission(config.max_concurrent_requests)
         self.health = health.aio.HealthServicer()
+        #: The method handlers served, also called directly by the in-process gateway.
+        self.handlers = HandlerSet()
         self.port = 0
         #: A private, always-plaintext listener (an abstract unix socket, so no file and no
         #: network exposure) for the in-process gateway, which then needs no certificates.
@@ -150,7 +156,7 @@ class AgentServer:
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
-                ("grpc.so_reuseport", 0),
+                ("grpc.so_reuseport", 1 if self.config.reuse_port else 0),
                 # Calls the core has accepted but the Python loop has not picked up yet.
                 # Past the default soft limit (1,000) the core starts cancelling new calls
                 # at random, so a burst of 2,000 chats lost ~10% of them as CANCELLED;
@@ -161,9 +167,12 @@ class AgentServer:
         )
         access = self.config.access
         router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry)
-        server.add_generic_rpc_handlers([router])
-        concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(ConciergeServicer(self.host, access), server)
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        self.handlers.add_generic_rpc_handlers([router])
+        concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
+            ConciergeServicer(self.host, access), self.handlers  # type: ignore[arg-type]
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.handlers)  # type: ignore[arg-type]
+        self.handlers.install(server)
         reflection.enable_server_reflection(
             [AGENT_SERVICE, CONCIERGE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
         )
@@ -195,15 +204,21 @@ class AgentServer:
         )
         return self.port
 
-    async def stop(self, grace: float = 5.0) -> None:
+    async def stop(self, grace: float = 5.0, drain_local: Callable[[float], Awaitable[None]] | None = None) -> None:
         """Drain: health NOT_SERVING, refuse new calls, let calls in flight finish
-        within ``grace`` seconds, then cancel what is left (which cancels its LLM calls)."""
+        within ``grace`` seconds, then cancel what is left (which cancels its LLM calls).
+        ``drain_local`` drains the calls made in this process without gRPC (the
+        in-process gateway's), at the same time."""
         self.admission.draining = True
         await self.health.enter_graceful_shutdown()
         if self._watch is not None:
             self._watch.cancel()
+        drains: list[Awaitable[None]] = []
         if self._server is not None:
-            await self._server.stop(grace)
+            drains.append(self._server.stop(grace))
+        if drain_local is not None:
+            drains.append(drain_local(grace))
+        await asyncio.gather(*drains)
         await self.models.aclose()
         if self._remote_close is not None:
             await self._remote_close()

@@ -111,3 +111,12 @@ def start_server(
         yield server
     finally:
         server.terminate()
+
+
+#: The gateway's two invokers inside ``neuro-san serve`` (AGENT_GATEWAY_INVOKER): the
+#: default in-process one and the gRPC hop the standalone gateway uses.
+INVOKERS = ("inprocess", "grpc")
+
+
+def invoker_env(invoker: str) -> dict[str, str]:
+    return {"AGENT_GATEWAY_INVOKER": invoker}
