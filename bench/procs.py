@@ -23,11 +23,26 @@ _WITHOUT_UVLOOP = "import sys; sys.modules['uvloop'] = None; from neuro_san.cli.
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` so far (all its threads)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
+    """User + system CPU seconds of ``pid`` so far (all its threads), plus those of its
+    live child processes (the workers of ``serve --workers N``)."""
+    return _own_cpu_seconds(pid) + sum(_own_cpu_seconds(child) for child in children(pid))
+
+
+def _own_cpu_seconds(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # a child that just exited
+        return 0.0
     fields = stat[stat.rindex(")") + 2 :].split()
     # After "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based).
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def memory_mib(pid: int) -> dict[str, float]:
@@ -199,10 +214,12 @@ class Server:
         return f"127.0.0.1:{self.grpc_port}"
 
 
-def start_server(fake_port: int, use_uvloop: bool, extra_env: dict[str, str] | None = None) -> Server:
+def start_server(
+    fake_port: int, use_uvloop: bool, extra_env: dict[str, str] | None = None, extra_args: list[str] | None = None
+) -> Server:
     """``neuro-san serve`` (gRPC + gateway) on free ports, the bundled networks pointed at
     the fake by AGENT_LLM_OVERRIDE. Times are from just before the process is spawned."""
-    serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--http-port", "0"]
+    serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--http-port", "0", *(extra_args or [])]
     if use_uvloop:
         args = [sys.executable, "-m", "neuro_san.cli.main", *serve]
     else:

@@ -27,7 +27,7 @@ from bench import procs
 from bench.table import render_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6")
+SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8")
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,13 @@ class Settings:
     floor_seconds: float = 10.0
     startups: int = 3
     warmup: int = 2
+    s7_chats: int = 10_000
+    s7_latency_ms: float = 5000.0
 
 
 SMOKE = Settings(
     runs=1, s1_seconds=1.0, load_seconds=1.0, s5_chats=200, s5_latency_ms=300.0, floor_seconds=1.0, startups=1,
-    warmup=1,
+    warmup=1, s7_chats=300, s7_latency_ms=300.0,
 )  # fmt: skip
 
 
@@ -108,6 +110,12 @@ def run_all(s: Settings, fast: bool, only: frozenset[str] = frozenset(SCENARIOS)
         results["S5"] = run_s5(s, fast)
     if "S6" in only:
         results["S6"] = run_floors(s, fast, results)
+    from bench.scale import run_s7, run_s8  # they build on this module's helpers
+
+    if "S7" in only:
+        results["S7"] = run_s7(s, fast)
+    if "S8" in only:
+        results["S8"] = run_s8(s, fast)
     return results
 
 

@@ -34,6 +34,16 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S6", "burst_grpc.p99_ms", "S6 S5's burst on a bare grpc.aio server: p99", "ms", ""),
     ("S6", "s2_fraction_of_http_floor", "S2 / HTTP floor", "×", ""),
     ("S6", "s4_fraction_of_grpc_floor", "S4 / gRPC floor", "×", ""),
+    ("S7", "completed", "S7 burst, 5 s LLM: completed", "chats", "all"),
+    ("S7", "p99_ms", "S7 p99", "ms", ""),
+    ("S7", "peak_rss_mib", "S7 peak RSS", "MiB", "≤ 500"),
+    ("S7", "floor.p99_ms", "S7's burst on a bare aiohttp server: p99", "ms", ""),
+    ("S7", "p99_to_floor", "S7 p99 / floor p99", "×", "≤ 2"),
+    ("S8", "workers_1.chats_per_s", "S8 S2 on --workers 1", "chats/s", ""),
+    ("S8", "workers_1.cpu_ms_per_chat", "S8 --workers 1 server CPU per chat", "ms", ""),
+    ("S8", "workers_2.chats_per_s", "S8 S2 on --workers 2", "chats/s", ""),
+    ("S8", "workers_2.cpu_ms_per_chat", "S8 --workers 2 server CPU per chat", "ms", ""),
+    ("S8", "speedup", "S8 workers 2 / workers 1", "×", ""),
 )
 
 
@@ -64,7 +74,7 @@ def render_table(report: dict[str, Any]) -> str:
     ]
     for scenario, key, label, unit, target in ROWS:
         value = _lookup(report["scenarios"].get(scenario, {}), key)
-        if scenario == "S5" and key == "completed" and value is not None:
-            value = f"{value:.0f}/{report['scenarios']['S5']['chats']}"
+        if scenario in ("S5", "S7") and key == "completed" and value is not None:
+            value = f"{value:.0f}/{report['scenarios'][scenario]['chats']}"
         lines.append(f"| {label:<58} | {_format(value):>9} | {unit:<7} | {target:<7} |")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=240,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     report = json.loads((tmp_path / "latest.json").read_text())
@@ -35,6 +35,10 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
         assert scenarios[name]["failed"] == 0, (name, scenarios[name]["failure_kinds"])
     assert scenarios["S5"]["completed"] == scenarios["S5"]["chats"]
     assert scenarios["S6"]["http"]["completed"] > 0 and scenarios["S6"]["grpc"]["completed"] > 0
+    assert scenarios["S7"]["completed"] == scenarios["S7"]["chats"]
+    assert scenarios["S7"]["floor"]["completed"] == scenarios["S7"]["chats"]
+    for workers in ("workers_1", "workers_2"):
+        assert scenarios["S8"][workers]["completed"] > 0 and scenarios["S8"][workers]["failed"] == 0, workers
     assert scenarios["startup"]["first_chat_ok"]
     assert "S1 echo, 1 client, HTTP" in completed.stdout
     assert len(list(tmp_path.glob("*.json"))) == 2

@@ -1,0 +1,85 @@
+"""S7 and S8: scale. S7 is a burst of 10,000 chats at once; S8 is S2 on two workers.
+
+- **S7**: ``s7_chats`` HTTP chats started at once against a fake LLM taking
+  ``s7_latency_ms`` (5 s) per call, on a server of its own (its peak RSS, VmHWM, is
+  S7's); then the same burst against the bare aiohttp floor, which only sleeps as long.
+  One run only: each burst opens ~2 × 10,000 loopback connections, and their TIME_WAIT
+  states would eat the ephemeral ports of a second run. The server keeps its LLM
+  connections within its file-descriptor limit (``AGENT_LLM_MAX_CONNECTIONS``, see
+  :func:`llm_connections_for`): 10,000 client sockets plus 10,000 LLM sockets do not fit
+  under a 20,000 descriptor limit, so the chats past it wait for a free LLM connection.
+- **S8**: S2 (echo, 16 clients, HTTP) against ``serve --workers 2`` and ``--workers 1``,
+  back to back. Server CPU is the parent's plus its workers'.
+"""
+
+from __future__ import annotations
+
+import resource
+from typing import Any
+
+from bench import procs
+from bench.run import Settings, _ratio, closed_spec, repeat
+
+#: Descriptors a server needs beyond its client and LLM sockets (files, pipes, grpc).
+_SPARE_DESCRIPTORS = 512
+
+
+def llm_connections_for(chats: int) -> int:
+    """LLM connections a server may open next to ``chats`` client connections."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return chats
+    return max(64, min(chats, soft - chats - _SPARE_DESCRIPTORS))
+
+
+def run_s7(s: Settings, fast: bool) -> dict[str, Any]:
+    llm_connections = llm_connections_for(s.s7_chats)
+    fake, fake_port = procs.start_fake(s.s7_latency_ms, fast)
+    try:
+        env = {"AGENT_LLM_MAX_CONNECTIONS": str(llm_connections)}
+        server = procs.start_server(fake_port, fast, extra_env=env)
+        try:
+            spec = {
+                **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
+                "mode": "burst", "count": s.s7_chats, "warmup": 1,
+            }  # fmt: skip
+            result = repeat(1, lambda: procs.run_load(spec, server.proc.pid, 900, fake.pid))
+            result["peak_rss_mib"] = procs.memory_mib(server.proc.pid)["peak_rss_mib"]
+        finally:
+            server.proc.stop()
+    finally:
+        fake.stop()
+    floor, port = procs.start_floor("http", fast, s.s7_latency_ms)
+    try:
+        spec = {
+            **closed_spec("http", f"http://127.0.0.1:{port}", "echo", 1, 0, s, fast),
+            "mode": "burst", "count": s.s7_chats,
+        }  # fmt: skip
+        result["floor"] = repeat(1, lambda: procs.run_load(spec, floor.pid, 900))
+        result["floor"]["peak_rss_mib"] = procs.memory_mib(floor.pid)["peak_rss_mib"]
+    finally:
+        floor.stop()
+    result["chats"] = s.s7_chats
+    result["llm_latency_ms"] = s.s7_latency_ms
+    result["llm_connections"] = llm_connections
+    result["p99_to_floor"] = _ratio(result["p99_ms"], result["floor"]["p99_ms"])
+    return result
+
+
+def run_s8(s: Settings, fast: bool) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    fake, fake_port = procs.start_fake(0.0, fast)
+    try:
+        for workers in (2, 1):
+            server = procs.start_server(fake_port, fast, extra_args=["--workers", str(workers)])
+            try:
+                spec = closed_spec("http", server.http_base, "echo", s.clients, s.load_seconds, s, fast)
+                results[f"workers_{workers}"] = repeat(
+                    s.runs, lambda: procs.run_load(spec, server.proc.pid, fake_pid=fake.pid)  # noqa: B023
+                )
+            finally:
+                server.proc.stop()
+    finally:
+        fake.stop()
+    results["speedup"] = _ratio(results["workers_2"]["chats_per_s"], results["workers_1"]["chats_per_s"])
+    return results
