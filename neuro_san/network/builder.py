@@ -15,6 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from neuro_san.middleware.config import parse_middleware
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
@@ -36,7 +37,7 @@ AGENT_KEYS = frozenset(
     {
         "name", "function", "instructions", "command", "tools", "llm_config", "class",
         "toolbox", "args", "allow", "display_as", "max_message_history", "structure_formats",
-        "metadata", "max_iterations", "max_steps",
+        "metadata", "max_iterations", "max_steps", "middleware",
     }
 )  # fmt: skip
 
@@ -225,6 +226,7 @@ def _build_agent(
         ),
         metadata=_frozen(metadata) if metadata is not None else None,
         max_iterations=max_iterations,
+        middleware=parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware"),
     )
 
 
