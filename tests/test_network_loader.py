@@ -216,9 +216,9 @@ ERROR_CASES = [
         "must look like 'module.Class', not 'pkg.1bad'",
     ),
     (
-        _mutated(["tools", 1, "toolbox"], "get_current_date_time"),
+        _mutated(["tools", 1, "toolbox"], 7),
         "tools[1].toolbox",
-        "toolbox tools (LangChain) are not supported",
+        "must name a toolbox entry, not 7",
     ),
     (
         _mutated(["tools", 1, "function"], None),

@@ -19,6 +19,7 @@ from neuro_san.middleware.config import parse_middleware
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
+from neuro_san.toolbox.resolve import expand_toolbox_agents
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ NETWORK_KEYS = frozenset(
     {
         "llm_config", "tools", "commondefs", "metadata", "max_iterations", "max_steps",
         "max_execution_seconds", "request_timeout_seconds", "max_attempts", "sly_data_schema",
+        "toolbox_info_file",
     }
 )  # fmt: skip
 AGENT_KEYS = frozenset(
@@ -90,6 +92,7 @@ def build_network(document: Any, file: str, name: str, public: bool = True) -> N
         raise check.fail("tools", "missing: list the agents, the front man first")
     if not isinstance(raw_agents, list) or not raw_agents:
         raise check.fail("tools", "must be a non-empty list of agents, the front man first")
+    raw_agents = expand_toolbox_agents(raw_agents, document, file)  # toolbox agents become coded tools
 
     network_llm = check.optional_dict(document.get("llm_config"), "llm_config") or {}
     metadata = check.optional_dict(document.get("metadata"), "metadata")
