@@ -1,9 +1,10 @@
 """Validating a network document (plain data, commondefs applied) into a NetworkSpec.
 
 Every check raises :class:`NetworkLoadError` with the key path of the offending value,
-``tools[2].tools[0]`` style, so the operator can find it. Keys this server does not act
-on (upstream has many: ``verbose``, ``error_formatter``, ``middleware``...) are accepted
-and logged at debug level.
+``tools[2].tools[0]`` style, so the operator can find it. neuro-san keys that change
+behaviour are implemented or refused (``upstream_keys``, ``neuro_san.middleware``,
+``neuro_san.toolbox``); keys that change nothing observable (``verbose``) or that
+neuro-san does not know either are accepted and logged at debug level.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from neuro_san.middleware.config import parse_middleware
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
+from neuro_san.network.upstream_keys import refuse_unsupported_keys
 from neuro_san.toolbox.resolve import expand_toolbox_agents
 
 logger = logging.getLogger(__name__)
@@ -92,6 +94,7 @@ def build_network(document: Any, file: str, name: str, public: bool = True) -> N
         raise check.fail("tools", "missing: list the agents, the front man first")
     if not isinstance(raw_agents, list) or not raw_agents:
         raise check.fail("tools", "must be a non-empty list of agents, the front man first")
+    refuse_unsupported_keys(document, file)
     raw_agents = expand_toolbox_agents(raw_agents, document, file)  # toolbox agents become coded tools
 
     network_llm = check.optional_dict(document.get("llm_config"), "llm_config") or {}
