@@ -213,6 +213,12 @@ REFUSALS = [
     ({"class": SUMMARY, "args": {"trigger": ["minutes", 3]}}, "middleware[0].args.trigger", "must be"),
     ({"class": PII, "args": {"pii_type": "email"}, "checkpointer": {}}, "middleware[0].checkpointer", "not supported"),
     ({"args": {}}, "middleware[0].class", "missing"),
+    (
+        {"class": "neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware",
+         "args": {"max_tools": 2}},
+        "middleware[0].args.llm_config",
+        "missing",
+    ),
 ]
 
 
@@ -242,3 +248,69 @@ def test_validate_reports_supported_and_refused_middleware(tmp_path: Path) -> No
     assert main_validate([str(good), str(bad)], out, err) == 1
     assert "OK good" in out.getvalue()
     assert f"{bad}: tools[0].middleware[0].class: middleware 'x.y.Z' is not supported" in err.getvalue()
+
+
+SELECTOR = "neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware"
+ADDER = '''
+from neuro_san.interfaces.coded_tool import CodedTool
+
+class Adder(CodedTool):
+    async def async_invoke(self, args, sly_data):
+        return int(args["amount"]) + int(args.get("x", 0))
+'''
+
+
+def test_tool_selection_offers_only_the_chosen_tools_and_refuses_the_others(tmp_path: Path) -> None:
+    (tmp_path / "picky").mkdir()
+    (tmp_path / "picky" / "adder.py").write_text(ADDER)
+    adders = [
+        {"name": f"adder_{word}", "class": "adder.Adder", "args": {"amount": amount},
+         "function": {"description": f"Adds {amount}.",
+                      "parameters": {"type": "object", "properties": {"x": {"type": "int"}}}}}
+        for word, amount in (("one", 1), ("two", 2), ("three", 3))
+    ]  # fmt: skip
+    selector = {"class": SELECTOR, "args": {
+        "activation_capsule": True, "sly_data": True, "max_tools": 1,
+        "llm_config": {"fallbacks": [{"class": "no-such-provider"}, {"model_name": "selector-model"}]}}}  # fmt: skip
+
+    async def body(fake: FakeLlmServer) -> None:
+        names = [a["name"] for a in adders]
+        front = {"name": "picky", "instructions": "Add.", "tools": names, "middleware": [selector]}
+        host, factory = make_host({"picky": {"llm_config": fake.llm_config(), "tools": [front, *adders]}}, [tmp_path])
+        fake.enqueue(
+            Reply.answer('{"tools": ["adder_three", "adder_two"]}'),
+            Reply.calls(FakeToolCall("adder_one", {"x": 1}), FakeToolCall("adder_three", {"x": 1})),
+            Reply.answer('```json\n{"tools": ["adder_three"]}\n```'),
+            Reply.answer("done"),
+        )
+        messages = await run_chat(host, "picky", "add three please", maximal=True)
+        selection, main = fake.requests[0].body, fake.requests[1].body
+        assert selection["model"] == "selector-model" and "tools" not in selection
+        assert [m["role"] for m in selection["messages"]] == ["system", "user"]
+        assert "select the most relevant tools" in selection["messages"][0]["content"]
+        assert "only the first 1 will be used" in selection["messages"][0]["content"]
+        assert selection["messages"][1]["content"] == "add three please"
+        assert [t["function"]["name"] for t in main["tools"]] == ["adder_three"]
+        results = [m["content"] for m in fake.requests[3].body["messages"] if m["role"] == "tool"]
+        assert results[0].startswith("Error: there is no tool named 'adder_one'") and results[1] == "4"
+        agent_texts = [m.text for m in messages if m.type == MessageType.AGENT]
+        assert '{"tools": ["adder_three", "adder_two"]}' in agent_texts
+        assert _final(messages).text == "done"
+        await factory.aclose()
+
+    run_with_fake_llm(body)
+
+
+def test_tool_selection_that_names_no_known_tool_offers_them_all(tmp_path: Path) -> None:
+    selector = {"class": SELECTOR, "args": {"activation_capsule": True, "llm_config": {}}}
+
+    async def body(fake: FakeLlmServer) -> None:
+        helper = {"name": "helper", "instructions": "Help.", "function": {"description": "Helps."}}
+        front = {"name": "f", "instructions": "x", "tools": ["helper"], "middleware": [selector]}
+        host, factory = make_host({"f": {"llm_config": fake.llm_config(), "tools": [front, helper]}})
+        fake.enqueue(Reply.answer("I cannot decide"), Reply.answer("fine"))
+        assert _final(await run_chat(host, "f", "hi")).text == "fine"
+        assert [t["function"]["name"] for t in fake.requests[1].body["tools"]] == ["helper"]
+        await factory.aclose()
+
+    run_with_fake_llm(body)

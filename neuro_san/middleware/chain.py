@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
-from neuro_san.middleware.config import MiddlewareConfig, PiiSettings, SummarizationSettings
+from neuro_san.middleware.config import MiddlewareConfig, PiiSettings, SummarizationSettings, ToolSelectionSettings
 from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, ModelTurn
 from neuro_san.middleware.pii import PiiMiddleware
 from neuro_san.middleware.summarization import SummarizationMiddleware
+from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
 
 if TYPE_CHECKING:
     from neuro_san.core.messages import OriginPath
     from neuro_san.network.spec import AgentSpec
     from neuro_san.runtime.context import RequestContext
+
+T = TypeVar("T")
 
 
 def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddleware:
@@ -21,6 +25,8 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         return PiiMiddleware(invocation, config.settings)
     if isinstance(config.settings, SummarizationSettings):
         return SummarizationMiddleware(invocation, config.settings)
+    if isinstance(config.settings, ToolSelectionSettings):
+        return ToolSelectionMiddleware(invocation, config.settings)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
@@ -45,6 +51,14 @@ class MiddlewareChain:
             return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
         self.tools = turn.tools
         return None
+
+    def offered(self, bindings: Mapping[str, T]) -> Mapping[str, T]:
+        """``bindings`` narrowed to the tools the last model call was offered: a call to
+        any other tool gets an error result and does not run."""
+        if len(self.tools) == len(bindings):
+            return bindings
+        names = {t.name for t in self.tools}
+        return {name: binding for name, binding in bindings.items() if name in names}
 
     async def after_model(self, messages: list[LlmMessage], response: ModelResponse) -> ModelResponse:
         turn = ModelTurn(messages, self.tools)

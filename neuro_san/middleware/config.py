@@ -23,14 +23,14 @@ PII_CLASSES = frozenset(
 SUMMARIZATION_CLASSES = frozenset(
     {"neuro_san.middleware.neuro_san_summarization_middleware.NeuroSanSummarizationMiddleware"}
 )
+TOOL_SELECTION_CLASSES = frozenset(
+    {"neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware"}
+)
 #: Classes neuro-san ships that this server does not implement, and why.
 REFUSED_CLASSES: Mapping[str, str] = MappingProxyType(
     {
         "neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware": (
             "it creates temporary agent networks (reservations), which this server does not provide"
-        ),
-        "neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware": (
-            "LLM-driven tool selection is not implemented by this server yet"
         ),
     }
 )
@@ -77,6 +77,16 @@ class SummarizationSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolSelectionSettings:
+    #: The selector's llm_config (over the agent's), ``fallbacks`` included.
+    llm_config: Mapping[str, Any]
+    system_prompt: str | None
+    max_tools: int | None
+    always_include: tuple[str, ...]
+    unadvertised_policy: str
+
+
+@dataclass(frozen=True, slots=True)
 class MiddlewareConfig:
     """One validated ``middleware`` entry."""
 
@@ -86,7 +96,7 @@ class MiddlewareConfig:
     class_name: str
     #: The name LangChain would give the instance (duplicates are refused).
     name: str
-    settings: PiiSettings | SummarizationSettings
+    settings: PiiSettings | SummarizationSettings | ToolSelectionSettings
 
 
 def parse_middleware(raw: Any, file: str, key_path: str) -> tuple[MiddlewareConfig, ...]:
@@ -133,9 +143,11 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
         return MiddlewareConfig("pii", class_name, f"PIIMiddleware[{pii.pii_type}]", pii)
     if class_name in SUMMARIZATION_CLASSES:
         return MiddlewareConfig("summarization", class_name, "SummarizationMiddleware", _summarization(check))
+    if class_name in TOOL_SELECTION_CLASSES:
+        return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
     reason = REFUSED_CLASSES.get(class_name) or (
         "this server implements only these middleware classes: "
-        + ", ".join(sorted(PII_CLASSES | SUMMARIZATION_CLASSES))
+        + ", ".join(sorted(PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES))
     )
     raise NetworkLoadError(file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {reason}")
 
@@ -231,3 +243,30 @@ def _threshold(pair: Any, check: _Args, key: str) -> Threshold:
             raise check.fail(key, '"fraction" thresholds need the model\'s context size, which is not known here')
         return Threshold(pair[0], float(pair[1]))
     raise check.fail(key, f'must be ["messages", n] or ["tokens", n] with n > 0, not {pair!r}')
+
+
+def _tool_selection(check: _Args) -> ToolSelectionSettings:
+    llm_config = check.get("llm_config", None, lambda v: isinstance(v, dict), "an llm_config dict")
+    if llm_config is None:
+        raise check.fail("llm_config", "missing: the selector needs an llm_config")
+    fallbacks = llm_config.get("fallbacks")
+    if fallbacks is not None and not (
+        isinstance(fallbacks, list) and fallbacks and all(isinstance(f, dict) for f in fallbacks)
+    ):
+        raise check.fail("llm_config.fallbacks", "must be a non-empty list of llm_config dicts")
+    always = check.get(
+        "always_include", [], lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v), "a list of names"
+    )
+    settings = ToolSelectionSettings(
+        llm_config=MappingProxyType(dict(llm_config)),
+        system_prompt=check.get("system_prompt", None, lambda v: isinstance(v, str), "a string"),
+        max_tools=check.get(
+            "max_tools", None, lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"
+        ),
+        always_include=tuple(always),
+        unadvertised_policy=check.get(
+            "unadvertised_policy", "allow", lambda v: v in ("allow", "deny"), "allow or deny"
+        ),
+    )
+    check.finish()
+    return settings

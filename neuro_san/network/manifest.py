@@ -2,8 +2,9 @@
 
 A manifest (HOCON, YAML or JSON) maps paths relative to its own folder to ``true``,
 ``false`` or ``{serve: bool, public: bool}``. Of upstream's other keys, a true
-``periodic`` is refused (cron interactions are not implemented) and ``mcp`` is ignored. The agent name is the path without its extension, sub-folders
-included: ``deep/math_guy.hocon`` serves ``deep/math_guy``.
+``periodic`` is refused (cron interactions are not implemented) and ``mcp`` is ignored.
+The agent name is the path without its extension, sub-folders included:
+``deep/math_guy.hocon`` serves ``deep/math_guy``.
 
 ``AGENT_MANIFEST_FILE`` may name several manifests joined with ``:``; a later manifest's
 entry replaces an earlier one of the same name.

@@ -157,7 +157,8 @@ async def _run_llm_agent(
         messages.append(
             LlmMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
         )
-        results = await run_tool_calls(ctx, agent, origin, by_name, response.tool_calls)
+        offered = middleware.offered(by_name) if middleware is not None else by_name
+        results = await run_tool_calls(ctx, agent, origin, offered, response.tool_calls)
         for call, result in zip(response.tool_calls, results, strict=True):
             messages.append(LlmMessage(role="tool", content=result, tool_call_id=call.id, name=call.name))
     else:
