@@ -1,9 +1,10 @@
 """Validating a network document (plain data, commondefs applied) into a NetworkSpec.
 
 Every check raises :class:`NetworkLoadError` with the key path of the offending value,
-``tools[2].tools[0]`` style, so the operator can find it. Keys this server does not act
-on (upstream has many: ``verbose``, ``error_formatter``, ``middleware``...) are accepted
-and logged at debug level.
+``tools[2].tools[0]`` style, so the operator can find it. neuro-san keys that change
+behaviour are implemented or refused (``upstream_keys``, ``neuro_san.middleware``,
+``neuro_san.toolbox``); keys that change nothing observable (``verbose``) or that
+neuro-san does not know either are accepted and logged at debug level.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from neuro_san.middleware.config import parse_middleware
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
+from neuro_san.network.upstream_keys import refuse_unsupported_keys
+from neuro_san.toolbox.resolve import expand_toolbox_agents
 
 logger = logging.getLogger(__name__)
 
@@ -30,13 +34,14 @@ NETWORK_KEYS = frozenset(
     {
         "llm_config", "tools", "commondefs", "metadata", "max_iterations", "max_steps",
         "max_execution_seconds", "request_timeout_seconds", "max_attempts", "sly_data_schema",
+        "toolbox_info_file",
     }
 )  # fmt: skip
 AGENT_KEYS = frozenset(
     {
         "name", "function", "instructions", "command", "tools", "llm_config", "class",
         "toolbox", "args", "allow", "display_as", "max_message_history", "structure_formats",
-        "metadata", "max_iterations", "max_steps",
+        "metadata", "max_iterations", "max_steps", "middleware",
     }
 )  # fmt: skip
 
@@ -89,6 +94,8 @@ def build_network(document: Any, file: str, name: str, public: bool = True) -> N
         raise check.fail("tools", "missing: list the agents, the front man first")
     if not isinstance(raw_agents, list) or not raw_agents:
         raise check.fail("tools", "must be a non-empty list of agents, the front man first")
+    refuse_unsupported_keys(document, file)
+    raw_agents = expand_toolbox_agents(raw_agents, document, file)  # toolbox agents become coded tools
 
     network_llm = check.optional_dict(document.get("llm_config"), "llm_config") or {}
     metadata = check.optional_dict(document.get("metadata"), "metadata")
@@ -225,6 +232,7 @@ def _build_agent(
         ),
         metadata=_frozen(metadata) if metadata is not None else None,
         max_iterations=max_iterations,
+        middleware=parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware"),
     )
 
 

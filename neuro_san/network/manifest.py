@@ -1,9 +1,10 @@
 """Manifests: which network files a server serves, and under which agent names.
 
 A manifest (HOCON, YAML or JSON) maps paths relative to its own folder to ``true``,
-``false`` or ``{serve: bool, public: bool}`` (upstream's other keys, ``mcp`` and
-``periodic``, are ignored). The agent name is the path without its extension, sub-folders
-included: ``deep/math_guy.hocon`` serves ``deep/math_guy``.
+``false`` or ``{serve: bool, public: bool}``. Of upstream's other keys, a true
+``periodic`` is refused (cron interactions are not implemented) and ``mcp`` is ignored.
+The agent name is the path without its extension, sub-folders included:
+``deep/math_guy.hocon`` serves ``deep/math_guy``.
 
 ``AGENT_MANIFEST_FILE`` may name several manifests joined with ``:``; a later manifest's
 entry replaces an earlier one of the same name.
@@ -165,6 +166,9 @@ def _options(key: str, value: Any, file: str) -> tuple[bool, bool]:
         if not isinstance(flag, bool):
             raise NetworkLoadError(file, f"{key}.{option}", f"must be true or false, not {flag!r}")
         flags[option] = flag
+    if value.get("periodic"):
+        # Cron-driven interactions (neuro-san's PeriodicEventInitiator) are not implemented.
+        raise NetworkLoadError(file, f"{key}.periodic", "periodic (cron) interactions are not supported by this server")
     for option in value:
         if option not in ("serve", "public"):
             logger.debug("%s: %s.%s is not used by this server; ignored", file, key, option)

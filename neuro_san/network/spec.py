@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from neuro_san.middleware.config import MiddlewareConfig
 
 AgentKind = Literal["llm_agent", "coded_tool"]
 
@@ -90,6 +93,8 @@ class AgentSpec:
     metadata: Mapping[str, Any] | None = None
     #: Per-agent overrides of the network's limits (None: use the network's).
     max_iterations: int | None = None
+    #: Validated ``middleware`` entries (``neuro_san.middleware``), in list order.
+    middleware: tuple[MiddlewareConfig, ...] = ()
 
     @property
     def kind(self) -> AgentKind:

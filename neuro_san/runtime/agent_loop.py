@@ -19,6 +19,7 @@ from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec, Usage
 from neuro_san.llm.schema import tool_parameters_schema
+from neuro_san.middleware.chain import middleware_chain
 from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.context import RequestContext, usage_structure
 
@@ -137,8 +138,16 @@ async def _run_llm_agent(
     usage = Usage()
     requests = 0
     limit = agent.max_iterations or ctx.network.max_iterations
+    middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
     for _ in range(limit):
-        response = await _ask_model(ctx, model, messages, specs)
+        if middleware is not None:
+            stopped = await middleware.before_model(messages, specs)
+            if stopped is not None:
+                answer = stopped
+                break
+        response = await _ask_model(ctx, model, messages, middleware.tools if middleware else specs)
+        if middleware is not None:
+            response = await middleware.after_model(messages, response)
         usage = usage + response.usage
         requests += 1
         ctx.record_usage(model_key, response.usage)
@@ -148,7 +157,8 @@ async def _run_llm_agent(
         messages.append(
             LlmMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
         )
-        results = await run_tool_calls(ctx, agent, origin, by_name, response.tool_calls)
+        offered = middleware.offered(by_name) if middleware is not None else by_name
+        results = await run_tool_calls(ctx, agent, origin, offered, response.tool_calls)
         for call, result in zip(response.tool_calls, results, strict=True):
             messages.append(LlmMessage(role="tool", content=result, tool_call_id=call.id, name=call.name))
     else:

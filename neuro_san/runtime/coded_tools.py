@@ -120,7 +120,9 @@ async def run_coded_tool(
     assert agent.class_name is not None
     cls = ctx.coded_tools.resolve(ctx.network.name, agent.class_name)
     origin_list = [{"tool": o.tool, "instantiation_index": o.instantiation_index} for o in origin]
-    args: dict[str, Any] = {**agent.args, **arguments, "origin": origin_list, "origin_str": origin_str(origin)}
+    # The args written in the network win over the LLM's, as in neuro-san (so a network
+    # can pin a value; a default in the parameters is the way to let the LLM choose).
+    args: dict[str, Any] = {**arguments, **agent.args, "origin": origin_list, "origin_str": origin_str(origin)}
     ctx.emit(
         MessageType.AGENT,
         origin,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuro_san.core.messages import ChatMessage, MessageType, Origin, OriginPath
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
-from neuro_san.llm.interface import ModelFactory, Usage
+from neuro_san.llm.interface import LlmMessage, ModelFactory, Usage
 from neuro_san.network.spec import NetworkSpec
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class RequestContext:
     started: float = field(default_factory=time.monotonic)
     _instances: Counter[str] = field(default_factory=Counter)
     usage_by_model: dict[str, ModelUsage] = field(default_factory=dict)
+    #: Conversations a summarising middleware rewrote, by agent origin (chat_context).
+    history_rewrites: dict[OriginPath, list[LlmMessage]] = field(default_factory=dict)
 
     def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
         """The origin of a new instance of ``tool`` called from ``parent``; the index

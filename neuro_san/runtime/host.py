@@ -20,6 +20,7 @@ from neuro_san.core.messages import (
 )
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import ModelFactory, Usage
+from neuro_san.middleware.summarization import summarised_context
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
@@ -216,7 +217,9 @@ class NetworkHost:
         if "json" in front.structure_formats:
             structure, text = extract_json_object(answer)
         sly_out = front.allow.to_upstream.apply(ctx.sly_data)
-        context = next_context(prior, origin, request.user_text, answer, front.max_message_history)
+        context = summarised_context(ctx, origin, answer, front.max_message_history) or next_context(
+            prior, origin, request.user_text, answer, front.max_message_history
+        )
         if self._signer is not None:
             context = self._signer.sign(context)
         return ChatMessage(

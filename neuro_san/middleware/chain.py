@@ -1,0 +1,75 @@
+"""What the agent loop calls: one chain of middleware instances per agent invocation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
+from neuro_san.middleware.config import MiddlewareConfig, PiiSettings, SummarizationSettings, ToolSelectionSettings
+from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, ModelTurn
+from neuro_san.middleware.pii import PiiMiddleware
+from neuro_san.middleware.summarization import SummarizationMiddleware
+from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
+
+if TYPE_CHECKING:
+    from neuro_san.core.messages import OriginPath
+    from neuro_san.network.spec import AgentSpec
+    from neuro_san.runtime.context import RequestContext
+
+T = TypeVar("T")
+
+
+def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddleware:
+    if isinstance(config.settings, PiiSettings):
+        return PiiMiddleware(invocation, config.settings)
+    if isinstance(config.settings, SummarizationSettings):
+        return SummarizationMiddleware(invocation, config.settings)
+    if isinstance(config.settings, ToolSelectionSettings):
+        return ToolSelectionMiddleware(invocation, config.settings)
+    raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
+
+
+class MiddlewareChain:
+    """An agent's middlewares, in list order, for one invocation."""
+
+    def __init__(self, instances: list[AgentMiddleware], agent_name: str) -> None:
+        self.instances = instances
+        self.agent_name = agent_name
+        self.tools: list[ToolSpec] = []
+
+    async def before_model(self, messages: list[LlmMessage], tools: list[ToolSpec]) -> str | None:
+        """Let each middleware rewrite ``messages`` (in place) and narrow ``tools``
+        (returned through :attr:`tools`). Returns the agent's answer when a middleware
+        stops it (the model is then not called), else None."""
+        turn = ModelTurn(messages, list(tools))
+        try:
+            for middleware in self.instances:
+                await middleware.before_model(turn)
+        except AgentStopped as stop:
+            # neuro-san's wording for an agent ended by a middleware exception.
+            return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
+        self.tools = turn.tools
+        return None
+
+    def offered(self, bindings: Mapping[str, T]) -> Mapping[str, T]:
+        """``bindings`` narrowed to the tools the last model call was offered: a call to
+        any other tool gets an error result and does not run."""
+        if len(self.tools) == len(bindings):
+            return bindings
+        names = {t.name for t in self.tools}
+        return {name: binding for name, binding in bindings.items() if name in names}
+
+    async def after_model(self, messages: list[LlmMessage], response: ModelResponse) -> ModelResponse:
+        turn = ModelTurn(messages, self.tools)
+        for middleware in reversed(self.instances):
+            response = await middleware.after_model(turn, response)
+        return response
+
+
+def middleware_chain(ctx: RequestContext, agent: AgentSpec, origin: OriginPath) -> MiddlewareChain | None:
+    """The chain for one invocation of ``agent``; None when it has no middleware."""
+    if not agent.middleware:
+        return None
+    invocation = Invocation(ctx, agent, origin)
+    return MiddlewareChain([_instance(config, invocation) for config in agent.middleware], agent.name)

@@ -1,0 +1,75 @@
+"""neuro-san 0.7.15 network keys that change behaviour and that this server does not
+implement: refused when the network loads, never accepted and ignored.
+
+Each refusal names the key path and says what to do instead. Keys that neuro-san reads
+but that change nothing a client can observe (``verbose``: server-side logging;
+``allow.to_tracing``: this server never puts sly_data in traces; ``structure_formats``
+other than ``json``: neuro-san skips them too) are accepted. The
+full table, with what is implemented, is docs/compatibility.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from neuro_san.network.errors import NetworkLoadError
+
+
+def refuse_unsupported_keys(document: Mapping[str, Any], file: str) -> None:
+    """Raise :class:`NetworkLoadError` for the first behaviour-changing key this server
+    does not implement, at the top level or in any agent."""
+    _error_handling(document, "", file)
+    if document.get("llm_info_file") is not None:
+        raise NetworkLoadError(
+            file,
+            "llm_info_file",
+            "LLM info files (custom model tables and LLM classes) are not supported: "
+            "give each llm_config its class and model_name",
+        )
+    for index, agent in enumerate(document.get("tools") or ()):
+        if isinstance(agent, dict):
+            _agent(agent, f"tools[{index}]", file)
+
+
+def _agent(agent: Mapping[str, Any], key_path: str, file: str) -> None:
+    _error_handling(agent, f"{key_path}.", file)
+    for key in ("max_execution_seconds", "max_attempts"):
+        if agent.get(key) is not None:
+            raise NetworkLoadError(
+                file, f"{key_path}.{key}", f"a per-agent {key} is not supported: set it at the top level of the network"
+            )
+    function = agent.get("function")
+    if isinstance(function, dict):
+        invocation = function.get("invocation")
+        kind = invocation.get("invocation_type") if isinstance(invocation, dict) else invocation
+        if kind is not None and kind != "chatbot":
+            raise NetworkLoadError(
+                file,
+                f"{key_path}.function.invocation",
+                f"invocation {kind!r} is not supported: only 'chatbot' (event invocation, where the "
+                "server answers 'Event acknowledged' and works in the background, is not implemented)",
+            )
+    allow = agent.get("allow")
+    if isinstance(allow, dict) and allow.get("reservations"):
+        raise NetworkLoadError(
+            file,
+            f"{key_path}.allow.reservations",
+            "reservations (temporary agent networks made by coded tools) are not supported by this server",
+        )
+
+
+def _error_handling(config: Mapping[str, Any], prefix: str, file: str) -> None:
+    formatter = config.get("error_formatter")
+    if formatter is not None and formatter != "string":
+        raise NetworkLoadError(
+            file,
+            f"{prefix}error_formatter",
+            f"error_formatter {formatter!r} is not supported: errors are reported as text ('string')",
+        )
+    if config.get("error_fragments"):
+        raise NetworkLoadError(
+            file,
+            f"{prefix}error_fragments",
+            "error_fragments (text that marks an agent's answer as an error) are not supported",
+        )

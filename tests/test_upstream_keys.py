@@ -1,0 +1,73 @@
+"""neuro-san 0.7.15 keys that change behaviour and are not implemented are refused at
+load with the key path and a reason (never accepted and ignored)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuro_san.network.builder import build_network
+from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.manifest import parse_manifest
+
+
+def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    return {**top, "tools": [{"name": "front", "instructions": "x", **(front or {})}]}
+
+
+@pytest.mark.parametrize(
+    ("document", "key_path", "reason"),
+    [
+        (_document(error_formatter="json"), "error_formatter", "is not supported"),
+        (_document(error_fragments=["oops"]), "error_fragments", "not supported"),
+        (_document({"error_formatter": "json"}), "tools[0].error_formatter", "is not supported"),
+        (_document(llm_info_file="llm_info.hocon"), "llm_info_file", "not supported"),
+        (_document({"max_execution_seconds": 5}), "tools[0].max_execution_seconds", "set it at the top level"),
+        (_document({"max_attempts": 2}), "tools[0].max_attempts", "set it at the top level"),
+        (
+            _document({"function": {"description": "d", "invocation": "event"}}),
+            "tools[0].function.invocation",
+            "invocation 'event' is not supported",
+        ),
+        (
+            _document({"function": {"description": "d", "invocation": {"invocation_type": "event"}}}),
+            "tools[0].function.invocation",
+            "invocation 'event'",
+        ),
+        (_document({"allow": {"reservations": True}}), "tools[0].allow.reservations", "reservations"),
+    ],
+)
+def test_behaviour_changing_keys_are_refused(document: dict[str, Any], key_path: str, reason: str) -> None:
+    with pytest.raises(NetworkLoadError) as caught:
+        build_network(document, "net.hocon", "net")
+    assert caught.value.file == "net.hocon"
+    assert caught.value.key_path == key_path and reason in caught.value.reason
+
+
+def test_keys_that_change_nothing_observable_are_accepted() -> None:
+    document = _document(
+        {"verbose": True, "function": {"description": "d", "invocation": "chatbot"},
+         "allow": {"to_tracing": {"sly_data": ["x"]}, "reservations": False}, "structure_formats": "json"},
+        verbose="extra", error_formatter="string", error_fragments=[],
+    )  # fmt: skip
+    spec = build_network(document, "net.hocon", "net")
+    assert spec.front.structure_formats == ("json",)
+
+
+def test_periodic_manifest_entries_are_refused_and_the_rest_served(tmp_path: Path) -> None:
+    manifest = {
+        "cron.hocon": {"serve": True, "periodic": {"cron_schedule": "* * * * * */15", "text": "add 1 and 2"}},
+        "every_minute.hocon": {"serve": True, "periodic": True},
+        "plain.hocon": {"serve": True, "periodic": False},
+    }
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    parsed = parse_manifest(manifest, path)
+    assert set(parsed.entries) == {"plain"}
+    assert sorted(str(e) for e in parsed.errors) == [
+        f"{path}: cron.hocon.periodic: periodic (cron) interactions are not supported by this server",
+        f"{path}: every_minute.hocon.periodic: periodic (cron) interactions are not supported by this server",
+    ]
