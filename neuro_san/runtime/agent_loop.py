@@ -10,6 +10,7 @@ round trips.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Mapping
@@ -23,6 +24,9 @@ from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.context import RequestContext, usage_structure
 
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+log = logging.getLogger(__name__)
+#: Appended to an answer the model's output token limit cut off, so nobody takes it whole.
+TRUNCATION_CAVEAT = "[Caveat: this answer was cut off at the model's output token limit (max_tokens).]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,7 @@ async def _run_llm_agent(
     from neuro_san.runtime.tools import run_tool_calls  # tools call back into this module
 
     started = time.monotonic()
-    model = ctx.models.create(agent.llm_config)
+    model = ctx.models.create(agent.llm_config, ctx.llm_keys)
     model_key = f"{model.provider}:{model.model_name}"
     tools = await tool_set(ctx, agent)
     by_name, specs = tools.by_name, tools.specs
@@ -136,6 +140,7 @@ async def _run_llm_agent(
 
     usage = Usage()
     requests = 0
+    truncated = False
     limit = agent.max_iterations or ctx.network.max_iterations
     for _ in range(limit):
         response = await _ask_model(ctx, model, messages, specs)
@@ -144,9 +149,12 @@ async def _run_llm_agent(
         ctx.record_usage(model_key, response.usage)
         if not response.tool_calls:
             answer = response.text
+            truncated = response.truncated
             break
         messages.append(
-            LlmMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+            LlmMessage(
+                role="assistant", content=response.text, tool_calls=response.tool_calls, reasoning=response.reasoning
+            )
         )
         results = await run_tool_calls(ctx, agent, origin, by_name, response.tool_calls)
         for call, result in zip(response.tool_calls, results, strict=True):
@@ -156,12 +164,13 @@ async def _run_llm_agent(
             f"agent {agent.name!r} used all {limit} iterations (max_iterations) without answering"
         )
 
+    accounting = usage_structure(usage, requests, time.monotonic() - started)
+    if truncated:
+        log.warning("agent %r: model %s stopped at its output token limit; answer cut off", agent.name, model_key)
+        answer = f"{answer}\n\n{TRUNCATION_CAVEAT}" if answer else TRUNCATION_CAVEAT
+        accounting["caveats"] = ["truncated: the answer was cut off at the model's output token limit"]
     ctx.emit(MessageType.AI, origin, answer)
-    ctx.emit(
-        MessageType.AGENT,
-        origin,
-        structure=usage_structure(usage, requests, time.monotonic() - started),
-    )
+    ctx.emit(MessageType.AGENT, origin, structure=accounting)
     return answer
 
 

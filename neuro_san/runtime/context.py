@@ -58,6 +58,9 @@ class RequestContext:
     started: float = field(default_factory=time.monotonic)
     _instances: Counter[str] = field(default_factory=Counter)
     usage_by_model: dict[str, ModelUsage] = field(default_factory=dict)
+    #: Bring-your-own-key values (the request's sly_data.llm_config, taken out of
+    #: sly_data; see neuro_san.llm.byok): for this request's LLM calls only.
+    llm_keys: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
         """The origin of a new instance of ``tool`` called from ``parent``; the index
