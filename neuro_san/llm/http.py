@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies_environment, proxy_bypass
 
 import aiohttp
+from yarl import URL
 
 from neuro_san.llm.errors import (
     LlmAuthError,
@@ -230,6 +231,9 @@ class HttpPool:
         attempts = max(1, max_attempts)
         client_timeout = aiohttp.ClientTimeout(total=timeout)
         where = redact_url(url)
+        # Sent exactly as built: yarl would otherwise decode a model id's %3A to ":", and
+        # a SigV4 signature covers the path as sent.
+        target_url = URL(url, encoded=True)
         # Serialised once: a signature covers these exact bytes.
         data = json.dumps(payload, ensure_ascii=False).encode()
         base_headers = {"Content-Type": "application/json", **headers}
@@ -241,7 +245,7 @@ class HttpPool:
                 send_headers = {**base_headers, **await signer.sign("POST", url, base_headers, data)}
             try:
                 async with session.post(
-                    url, data=data, headers=send_headers, timeout=client_timeout, proxy=proxy
+                    target_url, data=data, headers=send_headers, timeout=client_timeout, proxy=proxy
                 ) as response:
                     body = await response.read()
                     status = response.status
