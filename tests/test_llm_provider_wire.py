@@ -149,7 +149,8 @@ def test_generated_tool_call_ids_are_unique_across_rounds(tmp_path: Path) -> Non
         def rule(seen: Seen) -> tuple[int, Any]:
             results = sum(1 for m in seen.body["messages"] if m["role"] == "tool")
             if results < 4:  # two rounds of two parallel calls, all with empty ids
-                calls = [("", "counter", {"word": "ab"}), ("", "counter", {"word": "abc"})]
+                # Empty ids, and a server that numbers its calls per reply.
+                calls = [("", "counter", {"word": "ab"}), ("call_0", "counter", {"word": "abc"})]
                 return 200, bodies.chat_completion(tool_calls=calls, model="m")
             return 200, bodies.chat_completion("done", model="m")
 
