@@ -334,3 +334,23 @@ def test_byok_key_is_used_for_its_request_only_and_never_leaves(
     config = {"model_name": "gpt-5.2", "openai_api_key": "sly_data", "openai_api_base": "FAKE"}
     # allow.to_upstream lists llm_config: neuro-san would send the key back; we never do.
     chat(tmp_path, config, body, allow={"to_upstream": {"sly_data": ["llm_config"]}})
+
+
+def test_bedrock_takes_credentials_from_the_aws_chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No keys in llm_config or env: botocore's chain finds the profile in the shared file."""
+    credentials = tmp_path / "credentials"
+    credentials.write_text(f"[music]\naws_access_key_id = {AWS[0]}\naws_secret_access_key = {AWS[1]}\n")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+    async def body(fake: ProviderFake, say: Callable[..., Awaitable[Any]]) -> None:
+        assert (await say("hello"))[-1].text == "echo: hello"
+        assert fake.requests[0].signature_problem is None
+        assert "x-amz-security-token" not in fake.requests[0].headers
+
+    config = {"model_name": "bedrock-claude-opus", "endpoint_url": "FAKE", "region_name": AWS[2],
+              "credentials_profile_name": "music"}  # fmt: skip
+    chat(tmp_path, config, body, aws=AWS)
