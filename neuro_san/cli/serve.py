@@ -131,8 +131,8 @@ async def _serve(args: argparse.Namespace) -> int:
 
     try:
         server = AgentServer(config)
-    except ConfigurationError as error:  # AGENT_LLM_OVERRIDE, AGENT_LLM_INFO_FILE…
-        log.error("cannot start: %s", error.message)
+    except ConfigurationError as refused:  # AGENT_LLM_OVERRIDE, AGENT_LLM_INFO_FILE…
+        log.error("cannot start: %s", refused.message)
         return 2
     for error in server.registry.errors:
         log.error("not serving: %s", error)
