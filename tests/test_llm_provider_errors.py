@@ -1,4 +1,5 @@
-"""Reading providers' 4xx messages for their meaning (messages as the providers word them)."""
+"""Pure helpers of the provider adapters: reading 4xx messages for their meaning (worded as the
+providers word them), and Gemini's schema subset."""
 
 from __future__ import annotations
 
@@ -40,3 +41,23 @@ def test_unsupported_configuration_messages(message: str) -> None:
 def test_other_bad_requests_are_neither() -> None:
     message = "Invalid type for 'messages[1].content': expected one of a string or array of objects."
     assert not is_unsupported_error(message) and not is_context_length_error(message)
+
+
+def test_gemini_schemas_drop_what_openapi_lacks() -> None:
+    from neuro_san.llm.gemini import gemini_schema
+
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "x": {"type": ["string", "null"], "description": "x"},
+            "y": {"type": "array", "items": {"$ref": "#/a"}},
+        },
+    }
+    assert gemini_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "x": {"type": "string", "nullable": True, "description": "x"},
+            "y": {"type": "array", "items": {}},
+        },
+    }

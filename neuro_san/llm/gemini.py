@@ -95,6 +95,13 @@ def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
             result[key] = gemini_schema(value)
         elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
             result[key] = [gemini_schema(sub) for sub in value if isinstance(sub, Mapping)]
+        elif key == "type" and isinstance(value, list):
+            # OpenAPI's Schema has one type; ["string", "null"] is a nullable string.
+            named = [name for name in value if name != "null"]
+            if named:
+                result["type"] = named[0]
+            if "null" in value:
+                result["nullable"] = True
         else:
             result[key] = value
     return result
