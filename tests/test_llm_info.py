@@ -153,3 +153,10 @@ def test_our_table_resolves_every_upstream_name_as_neuro_san_does(tmp_path: Path
     for name, (class_name, sent) in upstream.items():
         resolved = info.resolve({"model_name": name})
         assert (resolved.get("class"), resolved.get("model_name")) == (class_name, sent), name
+
+
+def test_gemini_takes_neuro_sans_class_defaults_unless_set() -> None:
+    keys = {"GOOGLE_API_KEY": "k"}
+    default = resolve_llm_config({"model_name": "gemini-2.5-flash"}, keys)
+    assert (default.temperature, default.max_attempts) == (0.7, 7)
+    assert resolve_llm_config({"model_name": "gemini-3-flash", "temperature": 1.0}, keys).temperature == 1.0

@@ -118,7 +118,9 @@ def default_table() -> dict[str, Any]:
             table[name] = {"class": class_name, "use_model_name": target}
     for alias, target in _ALIASES.items():
         table[alias] = {"use_model_name": target}
-    table["classes"] = {}
+    # The class defaults of neuro-san's table that change a request (the others are null,
+    # or equal ours: max_retries 2 is our default of 3 attempts).
+    table["classes"] = {"gemini": {"args": {"temperature": 0.7, "max_retries": 6}}}
     return table
 
 
