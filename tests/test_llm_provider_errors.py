@@ -32,6 +32,8 @@ def test_context_length_messages(message: str, limit: int | None) -> None:
         "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
         "The model `gpt-9` does not exist or you do not have access to it.",
         "Unsupported value: 'messages[0].role' does not support 'system' with this model.",
+        "The provided model identifier is invalid.",
+        "API key not valid. Please pass a valid API key.",
     ],
 )
 def test_unsupported_configuration_messages(message: str) -> None:

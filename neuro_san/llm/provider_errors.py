@@ -9,8 +9,9 @@ the message text:
   maximum``; Gemini ``The input token count (1200000) exceeds the maximum number of
   tokens allowed (1048576)``; Bedrock ``Input is too long for requested model``);
 - the configured model does not take a parameter or does not exist for this key
-  (``Unsupported parameter``, ``model_not_found``, ``does not support``…): the
-  server's configuration must change;
+  (``Unsupported parameter``, ``model_not_found``, ``does not support``, Bedrock's
+  ``The provided model identifier is invalid``, Gemini's 400 ``API key not valid``…):
+  the server's configuration must change;
 - anything else: we built a request the provider refused.
 """
 
@@ -43,6 +44,9 @@ _UNSUPPORTED_MARKERS = (
     "unknown model",
     "model not found",
     "does not exist",
+    "model identifier is invalid",  # Bedrock ValidationException
+    "api key not valid",  # Gemini answers a bad key with 400 INVALID_ARGUMENT
+    "api_key_invalid",
 )
 #: Phrases that state the window's size, most specific first.
 _LIMIT_PATTERNS = (
