@@ -42,7 +42,7 @@ def test_upstream_style_network_runs_unchanged(fake_llm: FakeLlmServer) -> None:
     first = fake_llm.requests[0]
     assert first.path == "/v1/chat/completions"
     assert first.headers["authorization"] == "Bearer sk-test-key"
-    assert first.body["model"] == "gpt-4o"
+    assert first.body["model"] == "gpt-4o-2024-08-06"  # neuro-san's table: gpt-4o is an alias
     assert first.body["messages"][0] == {
         "role": "system",
         "content": "You are a careful accountant. Use the adder for every sum.",

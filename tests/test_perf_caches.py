@@ -53,7 +53,7 @@ def test_a_mutable_llm_config_is_resolved_every_time(monkeypatch: pytest.MonkeyP
     first = factory.create(mutable)
     mutable["model_name"] = "gpt-4o-mini"
     second = factory.create(mutable)
-    assert second is not first and second.model_name == "gpt-4o-mini"
+    assert second is not first and second.model_name == "gpt-4o-mini-2024-07-18"  # neuro-san's table alias
     assert len(calls) == 2
 
 

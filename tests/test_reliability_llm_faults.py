@@ -57,7 +57,8 @@ FAULTS = {
     "500": (Reply.error(500, "provider exploded"), "UNAVAILABLE", MAX_ATTEMPTS),
     "429+Retry-After": (
         Reply.error(429, "slow down", headers={"Retry-After": "0.2"}),
-        "RESOURCE_EXHAUSTED",
+        # The provider's quota, not the client's: retry later.
+        "UNAVAILABLE",
         MAX_ATTEMPTS,
     ),
     "garbage": (Reply.garbage("<html>{not json"), "UNAVAILABLE", 1),

@@ -137,12 +137,17 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     from neuro_san.cli import workers
+    from neuro_san.core.errors import ConfigurationError
     from neuro_san.service.server import AgentServer
 
     config.reuse_port = workers.is_worker()
     in_process = workers.gateway_in_process()
 
-    server = AgentServer(config)
+    try:
+        server = AgentServer(config)
+    except ConfigurationError as refused:  # AGENT_LLM_OVERRIDE, AGENT_LLM_INFO_FILE…
+        log.error("cannot start: %s", refused.message)
+        return 2
     for error in server.registry.errors:
         log.error("not serving: %s", error)
     try:

@@ -8,6 +8,12 @@ Differences from chat completions that this module absorbs:
   one user message, and any other run of same-role messages is merged the same way.
 - Assistant tool calls are ``tool_use`` blocks whose ``input`` is already an object.
 - ``max_tokens`` is required.
+- With ``thinking`` enabled (llm_config ``thinking``, passed through), replies carry
+  ``thinking`` / ``redacted_thinking`` blocks with signatures; Anthropic requires them
+  back, unmodified and first, in the assistant turn that made tool calls. They are kept
+  as the turn's reasoning state and never become answer text.
+- On Bedrock (InvokeModel, ``anthropic-bedrock``), the body names no ``model`` (it is in
+  the URL) and carries ``anthropic_version: bedrock-2023-05-31``.
 
 HTTP, retries and errors are :class:`~neuro_san.llm.http.HttpPool`'s; the endpoint
 (URL, ``x-api-key``, ``anthropic-version``) comes from :mod:`neuro_san.llm.config`.
@@ -23,12 +29,18 @@ from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.openai_chat import new_tool_call_id
 
 #: The API version header value this adapter speaks.
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
+#: The API version InvokeModel on Bedrock takes in the body.
+BEDROCK_ANTHROPIC_VERSION = "bedrock-2023-05-31"
 #: Anthropic rejects empty text blocks; an empty user turn is sent as this.
 EMPTY_TEXT = "(empty)"
+#: The tag of reasoning state kept from a messages reply.
+REASONING_KIND = "anthropic"
+_THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 class AnthropicModel(HttpJsonModel):
@@ -42,10 +54,14 @@ class AnthropicModel(HttpJsonModel):
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        thinking: Mapping[str, Any] | None = None,
+        bedrock: bool = False,
     ) -> None:
         super().__init__(pool, endpoint, model_name)
         self._temperature = temperature
         self._max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        self._thinking = dict(thinking) if thinking else None
+        self._bedrock = bedrock
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
@@ -55,6 +71,11 @@ class AnthropicModel(HttpJsonModel):
             "max_tokens": self._max_tokens,
             "messages": converted,
         }
+        if self._bedrock:
+            del body["model"]
+            body["anthropic_version"] = BEDROCK_ANTHROPIC_VERSION
+        if self._thinking:
+            body["thinking"] = self._thinking
         if system:
             body["system"] = system
         if tools:
@@ -106,6 +127,13 @@ def _blocks(message: LlmMessage) -> list[dict[str, Any]]:
             }
         ]
     blocks: list[dict[str, Any]] = []
+    if message.role == "assistant":
+        # Thinking blocks first, exactly as received (their signatures cover them).
+        blocks.extend(
+            dict(state["block"])
+            for state in message.reasoning
+            if state.get("kind") == REASONING_KIND and isinstance(state.get("block"), Mapping)
+        )
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     if message.role == "assistant":
@@ -125,6 +153,7 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
         raise LlmMalformedReply("reply has no content list", provider)
     texts: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
     for index, block in enumerate(content):
         if not isinstance(block, Mapping):
             raise LlmMalformedReply(f"content block {index} is not an object", provider)
@@ -133,12 +162,16 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
             texts.append(str(block.get("text", "")))
         elif kind == "tool_use":
             calls.append(_tool_call(index, block, provider))
-        # Other block kinds (thinking, server tools) carry nothing the runtime uses.
+        elif kind in _THINKING_BLOCKS:
+            reasoning.append({"kind": REASONING_KIND, "block": dict(block)})
+        # Other block kinds (server tools) carry nothing the runtime uses.
     return ModelResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
         usage=_usage(reply.get("usage")),
         model=str(reply.get("model") or model_name),
+        reasoning=tuple(reasoning),
+        truncated=reply.get("stop_reason") == "max_tokens",
     )
 
 
@@ -146,7 +179,7 @@ def _tool_call(index: int, block: Mapping[str, Any], provider: str) -> ToolCall:
     name = block.get("name")
     if not isinstance(name, str):
         raise LlmMalformedReply(f"tool_use block {index} has no name", provider)
-    call_id = str(block.get("id") or f"toolu_{index}")
+    call_id = str(block.get("id") or new_tool_call_id("toolu_"))
     tool_input = block.get("input")
     if isinstance(tool_input, Mapping):
         return ToolCall(call_id, name, dict(tool_input), json.dumps(tool_input))

@@ -7,11 +7,12 @@ wire-protocol adapter (:mod:`~neuro_san.llm.openai_chat`, :mod:`~neuro_san.llm.a
 Resolution follows neuro-san's ``llm_config`` conventions:
 
 ``class``
-    ``openai``, ``azure-openai``, ``anthropic``, ``ollama`` or ``scripted`` (the offline
-    model in :mod:`neuro_san.llm.scripted`). Without it the provider is inferred from
-    ``model_name``: ``gpt-*``, ``chatgpt-*``, ``o1``/``o3``/``o4`` (and ``-*``) are
-    OpenAI, ``claude-*`` is Anthropic. An empty ``llm_config`` means OpenAI
-    ``gpt-4o`` (:data:`DEFAULT_OPENAI_MODEL`).
+    one of :data:`PROVIDERS` (``scripted`` is the offline model in
+    :mod:`neuro_san.llm.scripted`; the OpenAI-compatible services, Gemini and Bedrock are
+    resolved in :mod:`neuro_san.llm.providers`). Without it the provider comes from
+    ``model_name`` through the LLM info table (:mod:`neuro_san.llm.llm_info`, extended by
+    ``AGENT_LLM_INFO_FILE``), as neuro-san resolves it. An empty ``llm_config`` means
+    OpenAI ``gpt-4o`` (:data:`DEFAULT_OPENAI_MODEL`).
 ``model_name``, ``temperature``, ``max_tokens``
     Passed to the provider (``temperature`` only when set; Anthropic's ``max_tokens``
     defaults to 4096 because the API requires one).
@@ -39,8 +40,9 @@ Ollama (``class: ollama``)
     Attempts per call and seconds per attempt (default 120).
 
 Other keys (``use_responses_api``, ``verbose``, ``streaming``…) are accepted and ignored,
-with one debug log per key. A key set to the string ``"sly_data"`` (neuro-san's
-bring-your-own-key) is not supported yet and is a ConfigurationError.
+with one debug log per key. A value set to the string ``"sly_data"`` (neuro-san's
+bring-your-own-key) is replaced per request by :mod:`neuro_san.llm.byok` before
+resolution; one left over here is a ConfigurationError.
 
 ``AGENT_LLM_OVERRIDE`` (env, a JSON object) is overlaid on every llm_config by
 :class:`~neuro_san.llm.factory.LlmFactory` (which turns resolved configs into shared
@@ -53,7 +55,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,11 +63,16 @@ from urllib.parse import urlsplit
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.anthropic import ANTHROPIC_VERSION
 from neuro_san.llm.http import Endpoint
+from neuro_san.llm.llm_info import LlmInfo, default_table
+from neuro_san.llm.providers import COMPATIBLE, resolve_bedrock, resolve_compatible, resolve_gemini
 
 logger = logging.getLogger(__name__)
 
 #: Connections per LLM endpoint (see :data:`neuro_san.llm.http.DEFAULT_CONNECTION_LIMIT`).
-PROVIDERS = ("openai", "azure-openai", "anthropic", "ollama", "scripted")
+PROVIDERS = (
+    "openai", "azure-openai", "anthropic", "anthropic-bedrock", "bedrock", "gemini", "ollama", *COMPATIBLE, "scripted",
+)  # fmt: skip
+_DEFAULT_INFO = LlmInfo(default_table())
 DEFAULT_OPENAI_MODEL = "gpt-4o"
 OPENAI_BASE = "https://api.openai.com/v1"
 ANTHROPIC_BASE = "https://api.anthropic.com"
@@ -76,8 +82,6 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_ATTEMPTS = 3
 
 _CLASS_ALIASES = {"azure_openai": "azure-openai", "azure": "azure-openai"}
-_OPENAI_MODEL = re.compile(r"^(gpt-|chatgpt-|o[134]($|-))", re.IGNORECASE)
-_ANTHROPIC_MODEL = re.compile(r"^claude-", re.IGNORECASE)
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 KNOWN_KEYS = frozenset(
     {
@@ -85,6 +89,11 @@ KNOWN_KEYS = frozenset(
         "request_timeout", "timeout", "openai_api_key", "openai_api_base", "base_url",
         "openai_organization", "anthropic_api_key", "anthropic_api_url", "azure_endpoint",
         "deployment_name", "azure_deployment", "openai_api_version", "api_version",
+        "thinking", "reasoning", "google_api_key", "top_k", "top_p", "n", "stop", "thinking_level",
+        "thinking_budget", "include_thoughts", "region_name", "endpoint_url", "aws_access_key_id",
+        "aws_secret_access_key", "aws_session_token", "credentials_profile_name", "beta_use_converse_api",
+        "model_kwargs", "model_id", "openrouter_api_key", "openrouter_api_base", "nvidia_api_key",
+        "nvidia_base_url", "groq_api_key", "mistral_api_key", "deepseek_api_key", "vllm_api_key",
     }
 )  # fmt: skip
 _unknown_keys_logged: set[str] = set()
@@ -110,8 +119,21 @@ class ResolvedConfig:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     #: For ``scripted``: the whole llm_config as canonical JSON (it defines the model).
     scripted_config: str = ""
+    #: Adapter options as canonical JSON (Anthropic ``thinking``, Gemini generation
+    #: settings, Bedrock's Converse switch, OpenAI-compatible extra body fields…).
+    options: str = ""
+    #: Bedrock: (region, access key, secret key, session token, profile); hidden from repr.
+    aws: tuple[str, ...] = field(default=(), repr=False)
+
+    def option(self, name: str) -> Any:
+        return json.loads(self.options).get(name) if self.options else None
 
     def endpoint(self) -> Endpoint:
+        signer = None
+        if self.aws:
+            from neuro_san.llm.bedrock import SigV4Signer
+
+            signer = SigV4Signer(*self.aws)
         return Endpoint(
             provider=self.provider,
             url=self.url,
@@ -120,11 +142,15 @@ class ResolvedConfig:
             key_source=self.key_source,
             timeout=self.timeout,
             max_attempts=self.max_attempts,
+            signer=signer,
         )
 
 
-def resolve_llm_config(llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ResolvedConfig:
-    """Resolve an (already merged) llm_config against ``env`` (default ``os.environ``).
+def resolve_llm_config(
+    llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None, info: LlmInfo | None = None
+) -> ResolvedConfig:
+    """Resolve an (already merged) llm_config against ``env`` (default ``os.environ``)
+    and the LLM info table ``info`` (default: the built-in one).
 
     Raises:
         ConfigurationError: no known provider, a missing API key or endpoint, an invalid
@@ -134,10 +160,9 @@ def resolve_llm_config(llm_config: Mapping[str, Any], env: Mapping[str, str] | N
     config = dict(llm_config)
     for key, value in config.items():
         if isinstance(value, str) and value.strip().lower() == "sly_data":
-            raise ConfigurationError(
-                f'llm_config key {key!r} is "sly_data" (keys from the request\'s sly_data); '
-                "this is not supported yet: set the key in llm_config or the environment"
-            )
+            raise ConfigurationError(f'llm_config key {key!r} is "sly_data" but no request sly_data was given')
+    if str(config.get("class") or "").strip().lower() != "scripted":
+        config = (info or _DEFAULT_INFO).resolve(config)
     provider = _provider_of(config)
     if provider == "scripted":
         # The scripted model's own keys (its script) are not ours to judge.
@@ -157,35 +182,45 @@ def resolve_llm_config(llm_config: Mapping[str, Any], env: Mapping[str, str] | N
         return _resolve_anthropic(config, environ, common)
     if provider == "azure-openai":
         return _resolve_azure(config, environ, common)
+    if provider == "gemini":
+        return resolve_gemini(config, environ, common)  # type: ignore[no-any-return]
+    if provider in ("bedrock", "anthropic-bedrock"):
+        return resolve_bedrock(provider, config, environ, common)  # type: ignore[no-any-return]
+    if provider in COMPATIBLE:
+        return resolve_compatible(provider, config, environ, common)  # type: ignore[no-any-return]
     return _resolve_openai_compatible(provider, config, environ, common)
 
 
-def _provider_of(config: Mapping[str, Any]) -> str:
+def provider_of(config: Mapping[str, Any]) -> str:
+    """The provider class of a table-resolved llm_config; ConfigurationError naming the
+    model and the class when it is one this server cannot serve."""
     declared = config.get("class")
+    model_name = str(config.get("model_name") or "")
     if declared:
         name = str(declared).strip().lower()
         name = _CLASS_ALIASES.get(name, name)
         if name not in PROVIDERS:
             raise ConfigurationError(
-                f"llm_config 'class' {declared!r} is not supported; use one of "
-                f"{', '.join(PROVIDERS)} (any OpenAI-compatible server works as 'openai' "
-                "with 'openai_api_base')"
+                f"llm_config for model {model_name or '(none)'!r} names class {declared!r}, which this server "
+                f"cannot serve; use one of {', '.join(PROVIDERS)} (any OpenAI-compatible server works as "
+                "'openai' with 'openai_api_base')"
             )
         return name
-    model_name = str(config.get("model_name") or "")
-    if not model_name or _OPENAI_MODEL.match(model_name):
+    if not model_name:
         return "openai"
-    if _ANTHROPIC_MODEL.match(model_name):
-        return "anthropic"
     raise ConfigurationError(
-        f"llm_config 'model_name' {model_name!r} does not say which provider serves it; "
-        f"add 'class' ({', '.join(PROVIDERS)})"
+        f"llm_config 'model_name' {model_name!r} is in no LLM info table and does not say which provider "
+        f"serves it; add 'class' ({', '.join(PROVIDERS)}) or an AGENT_LLM_INFO_FILE entry"
     )
+
+
+_provider_of = provider_of
 
 
 def _resolve_openai_compatible(
     provider: str, config: Mapping[str, Any], env: Mapping[str, str], common: dict[str, Any]
 ) -> ResolvedConfig:
+    extra = ""
     if provider == "ollama":
         base = _first(config, "base_url", "openai_api_base") or OLLAMA_BASE
         base = base.rstrip("/")
@@ -193,6 +228,12 @@ def _resolve_openai_compatible(
             base += "/v1"
         key, key_source = _first(config, "openai_api_key"), "llm_config 'openai_api_key'"
         model_name = _required_model(config, provider)
+        # neuro-san's ChatOllama takes "reasoning" (think or not); Ollama's OpenAI API
+        # spells the same switch reasoning_effort.
+        reasoning = config.get("reasoning")
+        if isinstance(reasoning, bool | str):
+            effort = reasoning if isinstance(reasoning, str) else ("medium" if reasoning else "none")
+            extra = json.dumps({"extra_body": {"reasoning_effort": effort}})
     else:
         base = (_first(config, "openai_api_base", "base_url") or env.get("OPENAI_API_BASE") or OPENAI_BASE).rstrip("/")
         key = _first(config, "openai_api_key") or env.get("OPENAI_API_KEY", "")
@@ -201,7 +242,7 @@ def _resolve_openai_compatible(
         if not key and not _is_local(base):
             raise ConfigurationError(f"no OpenAI API key for model {model_name!r} at {base}: set {key_source}")
     headers = [("Authorization", f"Bearer {key}")] if key else []
-    organization = _first(config, "openai_organization")
+    organization = _first(config, "openai_organization") or env.get("OPENAI_ORG_ID", "")
     if organization:
         headers.append(("OpenAI-Organization", organization))
     return ResolvedConfig(
@@ -211,6 +252,7 @@ def _resolve_openai_compatible(
         base_url=base,
         headers=tuple(headers),
         key_source=key_source,
+        options=extra,
         **common,
     )
 
@@ -268,6 +310,7 @@ def _resolve_anthropic(config: Mapping[str, Any], env: Mapping[str, str], common
         headers.append(("x-api-key", key))
     # The SDK's base URL has no /v1; tolerate one written by habit.
     path = "/messages" if base.endswith("/v1") else "/v1/messages"
+    thinking = config.get("thinking")
     return ResolvedConfig(
         provider="anthropic",
         model_name=model_name,
@@ -275,6 +318,7 @@ def _resolve_anthropic(config: Mapping[str, Any], env: Mapping[str, str], common
         base_url=base,
         headers=tuple(headers),
         key_source=key_source,
+        options=json.dumps({"thinking": dict(thinking)}, sort_keys=True) if isinstance(thinking, Mapping) else "",
         **common,
     )
 

@@ -1,10 +1,20 @@
 """Errors raised by models. Each maps to a core error and so to a status code.
 
+Codes follow what a client can do about the failure: retry later (UNAVAILABLE), fix the
+server's configuration (FAILED_PRECONDITION), shorten the conversation
+(RESOURCE_EXHAUSTED), or nothing (INTERNAL: the provider refused a request we built).
+
     LlmError (UpstreamUnavailable: UNAVAILABLE)
-    ├── LlmHttpError           a non-success HTTP reply; ``status``, ``retry_after``
+    ├── LlmHttpError           a non-success HTTP reply; ``status``, ``retry_after``;
+    │   │                      408 and 5xx after the retries ran out (UNAVAILABLE)
     │   ├── LlmAuthError       401/403: bad or missing API key (FAILED_PRECONDITION)
     │   ├── LlmNotFound        404: unknown model or endpoint (FAILED_PRECONDITION)
-    │   └── LlmRateLimited     429 after the retries ran out (RESOURCE_EXHAUSTED)
+    │   ├── LlmRateLimited     429 after the retries ran out (UNAVAILABLE)
+    │   ├── LlmBadRequest      400/422: the provider refused the request (INTERNAL)
+    │   ├── LlmUnsupported     400/422 about the configured model or a parameter
+    │   │                      it does not take (FAILED_PRECONDITION)
+    │   └── LlmContextTooLong  the conversation exceeds the model's context window
+    │                          (RESOURCE_EXHAUSTED; ``limit`` when the provider says)
     ├── LlmConnectionError     could not connect / connection dropped
     ├── LlmTimeout             no answer in time (DEADLINE_EXCEEDED)
     └── LlmMalformedReply      the reply is not what the API promises
@@ -49,8 +59,35 @@ class LlmNotFound(LlmHttpError):
 
 
 class LlmRateLimited(LlmHttpError):
-    code = Code.RESOURCE_EXHAUSTED
+    # UNAVAILABLE, not RESOURCE_EXHAUSTED: the provider's quota, not the client's, ran
+    # out, and trying again later is the right reaction.
     reason = "LLM_RATE_LIMITED"
+
+
+class LlmBadRequest(LlmHttpError):
+    code = Code.INTERNAL
+    reason = "LLM_BAD_REQUEST"
+
+
+class LlmUnsupported(LlmHttpError):
+    code = Code.FAILED_PRECONDITION
+    reason = "LLM_UNSUPPORTED"
+
+
+class LlmContextTooLong(LlmHttpError):
+    code = Code.RESOURCE_EXHAUSTED
+    reason = "LLM_CONTEXT_TOO_LONG"
+
+    def __init__(self, message: str, provider: str = "", status: int = 0, limit: int | None = None) -> None:
+        super().__init__(message, provider, status)
+        self.limit = limit
+
+
+class LlmKeyMissing(LlmError):
+    """A bring-your-own-key llm_config value the request's sly_data does not give."""
+
+    code = Code.INVALID_ARGUMENT
+    reason = "LLM_KEY_MISSING"
 
 
 class LlmConnectionError(LlmError):

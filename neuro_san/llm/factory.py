@@ -1,9 +1,12 @@
 """``LlmFactory``: resolved llm_configs in, shared models out.
 
-It lays ``AGENT_LLM_OVERRIDE`` over every agent's llm_config, resolves the result
-(:func:`~neuro_san.llm.config.resolve_llm_config`), and keeps one model per resolved
-config, all over one :class:`~neuro_san.llm.http.HttpPool` (``AGENT_LLM_MAX_CONNECTIONS``
-connections per endpoint).
+It lays ``AGENT_LLM_OVERRIDE`` over every agent's llm_config, fills bring-your-own-key
+placeholders from the request (:mod:`~neuro_san.llm.byok`), resolves the result through
+the LLM info table (``AGENT_LLM_INFO_FILE`` merged over the built-in one, read once) and
+:func:`~neuro_san.llm.config.resolve_llm_config`, and keeps one model per resolved
+config (never for configs holding a request's own key), all over one
+:class:`~neuro_san.llm.http.HttpPool` (``AGENT_LLM_MAX_CONNECTIONS`` connections per
+endpoint).
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.anthropic import AnthropicModel
+from neuro_san.llm.bedrock import BedrockConverseModel
+from neuro_san.llm.byok import fill_placeholders, placeholder_keys
 from neuro_san.llm.config import ResolvedConfig, resolve_llm_config
+from neuro_san.llm.gemini import GeminiModel
 from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, HttpPool
 from neuro_san.llm.interface import Model
-from neuro_san.llm.openai_chat import OpenAIChatModel
+from neuro_san.llm.llm_info import LlmInfo, load_llm_info
+from neuro_san.llm.openai_chat import OpenAIChatModel, openai_instruction_role
 
 OVERRIDE_ENV = "AGENT_LLM_OVERRIDE"
 CONNECTIONS_ENV = "AGENT_LLM_MAX_CONNECTIONS"
@@ -75,6 +82,7 @@ class LlmFactory:
         """``env`` defaults to a snapshot of ``os.environ`` (``AGENT_LLM_OVERRIDE`` included)."""
         self._env: dict[str, str] = dict(os.environ if env is None else env)
         self._override = parse_override(self._env.get(OVERRIDE_ENV))
+        self._info = load_llm_info(self._env)
         self._pool = pool or HttpPool(connection_limit=_connection_limit(self._env.get(CONNECTIONS_ENV)))
         self._models: dict[ResolvedConfig, Model] = {}
         self._by_config: dict[int, tuple[Mapping[str, Any], Model]] = {}
@@ -83,8 +91,19 @@ class LlmFactory:
     def pool(self) -> HttpPool:
         return self._pool
 
-    def create(self, llm_config: Mapping[str, Any]) -> Model:
+    @property
+    def info(self) -> LlmInfo:
+        return self._info
+
+    def resolve(self, llm_config: Mapping[str, Any]) -> ResolvedConfig:
+        """``llm_config`` resolved as :meth:`create` would (placeholders must be filled)."""
+        return resolve_llm_config(apply_override(llm_config, self._override), self._env, self._info)
+
+    def create(self, llm_config: Mapping[str, Any], llm_keys: Mapping[str, Any] | None = None) -> Model:
         """The shared model for ``llm_config`` (after ``AGENT_LLM_OVERRIDE``).
+
+        A config with bring-your-own-key placeholders gets a model of its own, made with
+        ``llm_keys`` (the request's ``sly_data.llm_config``) and not kept.
 
         Every agent invocation asks, with its spec's llm_config: the same read-only object
         each time (specs are frozen; a reload makes new ones). So the answer is kept per
@@ -92,19 +111,25 @@ class LlmFactory:
         per spec. A plain dict could change between calls, so it is resolved every time.
         """
         if not isinstance(llm_config, MappingProxyType):
-            return self._create(llm_config)
+            return self._create(llm_config, llm_keys)
         cached = self._by_config.get(id(llm_config))
         if cached is not None and cached[0] is llm_config:
             return cached[1]
+        merged = apply_override(llm_config, self._override)
+        if placeholder_keys(merged):
+            return self._create(llm_config, llm_keys)
         model = self._create(llm_config)
         if len(self._by_config) >= _CONFIG_CACHE_SIZE:  # reloads bring new specs; stay bounded
             self._by_config.clear()
         self._by_config[id(llm_config)] = (llm_config, model)
         return model
 
-    def _create(self, llm_config: Mapping[str, Any]) -> Model:
+    def _create(self, llm_config: Mapping[str, Any], llm_keys: Mapping[str, Any] | None = None) -> Model:
         merged = apply_override(llm_config, self._override)
-        resolved = resolve_llm_config(merged, self._env)
+        if placeholder_keys(merged):
+            merged = fill_placeholders(merged, llm_keys)
+            return self._build(resolve_llm_config(merged, self._env, self._info), merged)
+        resolved = resolve_llm_config(merged, self._env, self._info)
         model = self._models.get(resolved)
         if model is None:
             model = self._build(resolved, merged)
@@ -118,22 +143,34 @@ class LlmFactory:
 
             model: Model = ScriptedModel.from_config(merged)
             return model
-        if resolved.provider == "anthropic":
+        common: dict[str, Any] = {"temperature": resolved.temperature, "max_tokens": resolved.max_tokens}
+        endpoint = resolved.endpoint()
+        if resolved.provider == "gemini":
+            generation = resolved.option("generation")
+            return GeminiModel(self._pool, endpoint, resolved.model_name, generation=generation, **common)
+        if resolved.provider == "bedrock" and resolved.option("converse"):
+            return BedrockConverseModel(
+                self._pool, endpoint, resolved.model_name, additional_fields=resolved.option("additional"), **common
+            )
+        if resolved.provider in ("anthropic", "anthropic-bedrock", "bedrock"):
             return AnthropicModel(
                 self._pool,
-                resolved.endpoint(),
+                endpoint,
                 resolved.model_name,
-                temperature=resolved.temperature,
-                max_tokens=resolved.max_tokens,
+                thinking=resolved.option("thinking"),
+                bedrock=resolved.provider != "anthropic",
+                **common,
             )
+        openai_rules = resolved.provider in ("openai", "azure-openai")
         return OpenAIChatModel(
             self._pool,
-            resolved.endpoint(),
+            endpoint,
             resolved.model_name,
-            temperature=resolved.temperature,
-            max_tokens=resolved.max_tokens,
             # OpenAI's reasoning-model rules are OpenAI's; local servers keep the plain ones.
-            reasoning=None if resolved.provider in ("openai", "azure-openai") else False,
+            reasoning=None if openai_rules else False,
+            instruction_role=openai_instruction_role(resolved.model_name) if openai_rules else "system",
+            extra_body=resolved.option("extra_body"),
+            **common,
         )
 
     async def aclose(self) -> None:

@@ -27,24 +27,29 @@ import json
 import logging
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 from urllib.request import getproxies_environment, proxy_bypass
 
 import aiohttp
+from yarl import URL
 
 from neuro_san.llm.errors import (
     LlmAuthError,
+    LlmBadRequest,
     LlmConnectionError,
+    LlmContextTooLong,
     LlmError,
     LlmHttpError,
     LlmMalformedReply,
     LlmNotFound,
     LlmRateLimited,
     LlmTimeout,
+    LlmUnsupported,
 )
+from neuro_san.llm.provider_errors import context_limit, is_context_length_error, is_unsupported_error
 from neuro_san.llm.retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
 
 logger = logging.getLogger(__name__)
@@ -56,7 +61,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONNECTION_LIMIT = 4096
 
 #: Request headers whose values are secrets and must never appear in messages.
-SECRET_HEADERS: frozenset[str] = frozenset({"authorization", "x-api-key", "api-key"})
+SECRET_HEADERS: frozenset[str] = frozenset(
+    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token"}
+)
 #: Longest provider error excerpt copied into an exception message.
 EXCERPT_CHARS = 300
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_-]{2})[A-Za-z0-9_\-*.]{4,}")
@@ -72,6 +79,14 @@ def redact_url(url: str) -> str:
     """``url`` without its query string, which some gateways use for keys."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+class RequestSigner(Protocol):
+    """Adds per-attempt headers computed over the exact request (AWS SigV4)."""
+
+    def sign(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> Awaitable[dict[str, str]]:
+        """The headers to add (``Authorization``, dates, tokens…)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +111,8 @@ class Endpoint:
     timeout: float = 120.0
     #: Total attempts, the first one included.
     max_attempts: int = 3
+    #: Signs each attempt (Bedrock); None for providers that take a static key header.
+    signer: RequestSigner | None = field(default=None, repr=False, compare=False)
 
 
 class HttpPool:
@@ -171,6 +188,7 @@ class HttpPool:
             base_url=endpoint.base_url,
             key_source=endpoint.key_source,
             target=target,
+            signer=endpoint.signer,
         )
 
     async def post_json(
@@ -186,6 +204,7 @@ class HttpPool:
         base_url: str | None = None,
         key_source: str = "",
         target: str = "",
+        signer: RequestSigner | None = None,
     ) -> dict[str, Any]:
         """POST ``payload`` as JSON and return the decoded JSON object of the reply.
 
@@ -200,6 +219,7 @@ class HttpPool:
             key_source: where the API key comes from, for the 401/403 message
                 (for example ``"OPENAI_API_KEY (or llm_config 'openai_api_key')"``).
             target: what was asked for, for the 404 message (for example a model name).
+            signer: signs every attempt over the exact body bytes (AWS SigV4).
 
         Raises:
             LlmError: one of its subclasses, as listed in :mod:`neuro_san.llm.errors`.
@@ -211,11 +231,21 @@ class HttpPool:
         attempts = max(1, max_attempts)
         client_timeout = aiohttp.ClientTimeout(total=timeout)
         where = redact_url(url)
+        # Sent exactly as built: yarl would otherwise decode a model id's %3A to ":", and
+        # a SigV4 signature covers the path as sent.
+        target_url = URL(url, encoded=True)
+        # Serialised once: a signature covers these exact bytes.
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        base_headers = {"Content-Type": "application/json", **headers}
         for attempt in range(1, attempts + 1):
             failure: LlmError
+            send_headers = base_headers
+            if signer is not None:
+                # Per attempt: a signature carries its time and expires.
+                send_headers = {**base_headers, **await signer.sign("POST", url, base_headers, data)}
             try:
                 async with session.post(
-                    url, json=payload, headers=dict(headers), timeout=client_timeout, proxy=proxy
+                    target_url, data=data, headers=send_headers, timeout=client_timeout, proxy=proxy
                 ) as response:
                     body = await response.read()
                     status = response.status
@@ -306,6 +336,25 @@ def _http_failure(
             status,
             retry_after,
         )
+    if 400 <= status < 500 and status != 408 and is_context_length_error(detail):
+        limit = context_limit(detail)
+        stated = f"{limit} tokens" if limit else "its size not stated by the provider"
+        return LlmContextTooLong(
+            f"the conversation is longer than the model's context window ({stated}; HTTP {status} "
+            f"from {where}){suffix}",
+            provider,
+            status,
+            limit,
+        )
+    if status in (400, 422):
+        if is_unsupported_error(detail):
+            what = f" for {target}" if target else ""
+            return LlmUnsupported(
+                f"the provider refused the configuration{what} (HTTP {status} from {where}){suffix}",
+                provider,
+                status,
+            )
+        return LlmBadRequest(f"the provider refused the request (HTTP {status} from {where}){suffix}", provider, status)
     return LlmHttpError(f"HTTP {status} from {where}{suffix}", provider, status, retry_after)
 
 

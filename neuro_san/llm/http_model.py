@@ -7,6 +7,7 @@ request body and how to read a reply; sending it, retrying and translating error
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,4 +53,22 @@ class HttpJsonModel(ABC):
             self.request_body(messages, tools),
             target=f"model {self._model_name!r}",
         )
-        return self.parse_reply(reply)
+        return unique_call_ids(self.parse_reply(reply), messages)
+
+
+def unique_call_ids(response: ModelResponse, messages: Sequence[LlmMessage]) -> ModelResponse:
+    """``response`` with any tool-call id that the conversation (or the reply itself)
+    already used replaced by a fresh one: some servers number calls per reply
+    (``call_0`` every round), and a repeated id makes providers pair results wrongly."""
+    if not response.tool_calls:
+        return response
+    from neuro_san.llm.openai_chat import new_tool_call_id
+
+    used = {call.id for message in messages for call in message.tool_calls}
+    calls = []
+    for call in response.tool_calls:
+        if call.id in used:
+            call = dataclasses.replace(call, id=new_tool_call_id())
+        used.add(call.id)
+        calls.append(call)
+    return dataclasses.replace(response, tool_calls=tuple(calls))

@@ -61,6 +61,10 @@ class LlmMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    #: An assistant turn's opaque reasoning state, exactly as its provider sent it
+    #: (:attr:`ModelResponse.reasoning`): sent back to the provider that requires it,
+    #: never shown to the client as answer text.
+    reasoning: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,14 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     #: The model that answered, as the provider names it.
     model: str = ""
+    #: The provider's opaque reasoning state for this turn (DeepSeek ``reasoning_content``,
+    #: Anthropic ``thinking``/``redacted_thinking`` blocks, Gemini parts with a
+    #: ``thoughtSignature``, Bedrock ``reasoningContent``), each item tagged by the adapter
+    #: that made it. The runtime keeps it on the assistant :class:`LlmMessage`.
+    reasoning: tuple[Mapping[str, Any], ...] = ()
+    #: The reply was cut off by the output token limit (``finish_reason: length``,
+    #: ``stop_reason: max_tokens``, ``finishReason: MAX_TOKENS``).
+    truncated: bool = False
 
 
 @runtime_checkable
@@ -118,7 +130,10 @@ class ModelFactory(Protocol):
     known provider or lacks what it needs (for example an API key).
     """
 
-    def create(self, llm_config: Mapping[str, Any]) -> Model: ...
+    def create(self, llm_config: Mapping[str, Any], llm_keys: Mapping[str, Any] | None = None) -> Model:
+        """``llm_keys`` is the request's ``sly_data.llm_config``: llm_config values written
+        ``"sly_data"`` (bring-your-own-key) are taken from it, for this request only."""
+        ...
 
     async def aclose(self) -> None:
         """Release shared resources (HTTP sessions)."""

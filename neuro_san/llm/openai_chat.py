@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,20 +38,28 @@ class OpenAIChatModel(HttpJsonModel):
         temperature: float | None = None,
         max_tokens: int | None = None,
         reasoning: bool | None = None,
+        instruction_role: str | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         """``reasoning`` (default: guessed from the name, see :func:`is_reasoning_model`)
         marks OpenAI reasoning models, which take ``max_completion_tokens`` instead of
-        ``max_tokens`` and reject a non-default ``temperature`` (so it is not sent)."""
+        ``max_tokens`` and reject a non-default ``temperature`` (so it is not sent).
+        ``instruction_role`` is the role instructions travel in (default ``system``; see
+        :func:`openai_instruction_role`). ``extra_body`` is merged into every request
+        (provider-specific fields such as Ollama's ``reasoning_effort``)."""
         super().__init__(pool, endpoint, model_name)
         self._reasoning = is_reasoning_model(model_name) if reasoning is None else reasoning
         self._temperature = None if self._reasoning else temperature
         self._max_tokens = max_tokens
+        self._instruction_role = instruction_role or "system"
+        self._extra_body = dict(extra_body or {})
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
         body: dict[str, Any] = {
+            **self._extra_body,
             "model": self._model_name,
-            "messages": to_openai_messages(messages),
+            "messages": to_openai_messages(messages, self._instruction_role),
             "stream": False,
         }
         if tools:
@@ -73,6 +82,21 @@ def is_reasoning_model(model_name: str) -> bool:
     return bool(_REASONING_MODEL.match(model_name))
 
 
+_NO_INSTRUCTIONS_MODEL = re.compile(r"^o1-(mini|preview)", re.IGNORECASE)
+
+
+def openai_instruction_role(model_name: str) -> str:
+    """The role OpenAI documents for a model's instructions.
+
+    o1-mini and o1-preview refuse both ``system`` and ``developer`` messages, so their
+    instructions travel as the first ``user`` message; the other reasoning models (o1,
+    o3, o4-mini, gpt-5…) take ``developer``; every other model takes ``system``.
+    """
+    if _NO_INSTRUCTIONS_MODEL.match(model_name):
+        return "user"
+    return "developer" if is_reasoning_model(model_name) else "system"
+
+
 def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
     return {
         "type": "function",
@@ -84,8 +108,16 @@ def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
     }
 
 
-def to_openai_messages(messages: Sequence[LlmMessage]) -> list[dict[str, Any]]:
-    """The ``messages`` array for a conversation."""
+#: The tag of reasoning state kept from a chat-completions reply (see parse_openai_reply).
+REASONING_KIND = "openai-chat"
+#: Message fields that carry a provider's reasoning and must go back with the turn:
+#: DeepSeek's ``reasoning_content`` (400 "Missing `reasoning_content` field" without it
+#: in thinking mode with tools), OpenRouter's ``reasoning_details``.
+REASONING_FIELDS = ("reasoning_content", "reasoning_details")
+
+
+def to_openai_messages(messages: Sequence[LlmMessage], instruction_role: str = "system") -> list[dict[str, Any]]:
+    """The ``messages`` array for a conversation; instructions go in ``instruction_role``."""
     converted: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "tool":
@@ -97,13 +129,18 @@ def to_openai_messages(messages: Sequence[LlmMessage]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        entry: dict[str, Any] = {"role": message.role, "content": message.content}
+        role = instruction_role if message.role == "system" else message.role
+        entry: dict[str, Any] = {"role": role, "content": message.content}
         if message.name:
             entry["name"] = message.name
         if message.role == "assistant" and message.tool_calls:
             # Null content, not "", is what the API documents for a pure tool-call turn.
             entry["content"] = message.content or None
             entry["tool_calls"] = [_tool_call_to_wire(call) for call in message.tool_calls]
+        if message.role == "assistant":
+            for state in message.reasoning:
+                if state.get("kind") == REASONING_KIND:
+                    entry.update({k: v for k, v in state.items() if k in REASONING_FIELDS})
         converted.append(entry)
     return converted
 
@@ -154,14 +191,21 @@ def parse_openai_reply(reply: Mapping[str, Any], provider: str, model_name: str)
     message = choices[0].get("message")
     if not isinstance(message, Mapping):
         raise LlmMalformedReply("reply's first choice has no message", provider)
+    state = {key: message[key] for key in REASONING_FIELDS if message.get(key)}
     return ModelResponse(
         text=_content_text(message.get("content")),
-        tool_calls=tuple(
-            _parse_tool_call(index, call, provider) for index, call in enumerate(message.get("tool_calls") or ())
-        ),
+        tool_calls=tuple(_parse_tool_call(call, provider) for call in enumerate(message.get("tool_calls") or ())),
         usage=_usage(reply.get("usage")),
         model=str(reply.get("model") or model_name),
+        reasoning=({"kind": REASONING_KIND, **state},) if state else (),
+        truncated=choices[0].get("finish_reason") == "length",
     )
+
+
+def new_tool_call_id(prefix: str = "call_") -> str:
+    """An id for a tool call the provider sent without one: random, so that it never
+    repeats on a later round of the same conversation (``call_<index>`` would)."""
+    return prefix + secrets.token_hex(12)
 
 
 def _content_text(content: Any) -> str:
@@ -173,12 +217,13 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def _parse_tool_call(index: int, call: Any, provider: str) -> ToolCall:
+def _parse_tool_call(indexed: tuple[int, Any], provider: str) -> ToolCall:
+    index, call = indexed
     function = call.get("function") if isinstance(call, Mapping) else None
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise LlmMalformedReply(f"tool call {index} has no function name", provider)
     arguments, raw, error = parse_tool_arguments(function.get("arguments"))
-    call_id = call.get("id") or f"call_{index}"
+    call_id = call.get("id") or new_tool_call_id()
     return ToolCall(str(call_id), function["name"], arguments, raw, error)
 
 

@@ -1,6 +1,6 @@
 """When to retry an LLM call, and how long to wait first. Pure functions, no I/O.
 
-Providers tell a client to slow down with 429 and, under load, answer 5xx (Anthropic
+Providers tell a client to slow down with 429, time out on their side with 408, and, under load, answer 5xx (Anthropic
 uses 529 for "overloaded"). Those, and dropped connections, are worth another attempt;
 everything else (400, 401, 404 …) will fail the same way again, so it is not retried.
 
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 #: HTTP statuses that mean "try again later".
-RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504, 529})
+RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 
 @dataclass(frozen=True, slots=True)

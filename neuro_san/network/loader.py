@@ -29,4 +29,22 @@ def load_network(path: Path, name: str, public: bool = True) -> NetworkSpec:
         kind = "empty" if document is None else f"a {type_name(document)}"
         raise NetworkLoadError(file, "", f"the top level must be a dict, but the file is {kind}")
     document = apply_commondefs(document, file)
-    return build_network(document, file, name, public)
+    spec = build_network(document, file, name, public)
+    refuse_unservable_llms(spec, file)
+    return spec
+
+
+def refuse_unservable_llms(spec: NetworkSpec, file: str) -> None:
+    """NetworkLoadError for an LLM agent whose provider this server cannot serve."""
+    from neuro_san.llm.checks import llm_config_problem  # the LLM layer's own rules
+
+    if "llm_info_file" in spec.extra:
+        raise NetworkLoadError(
+            file, "llm_info_file", "a network-level LLM info file is not supported; set AGENT_LLM_INFO_FILE instead"
+        )
+    for index, agent in enumerate(spec.agents.values()):
+        if agent.kind != "llm_agent":
+            continue
+        problem = llm_config_problem(agent.llm_config)
+        if problem:
+            raise NetworkLoadError(file, f"tools[{index}].llm_config", problem)

@@ -10,6 +10,7 @@ round trips.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Mapping
@@ -24,6 +25,9 @@ from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.context import RequestContext, usage_structure
 
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+log = logging.getLogger(__name__)
+#: Appended to an answer the model's output token limit cut off, so nobody takes it whole.
+TRUNCATION_CAVEAT = "[Caveat: this answer was cut off at the model's output token limit (max_tokens).]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +125,7 @@ async def _run_llm_agent(
     from neuro_san.runtime.tools import run_tool_calls  # tools call back into this module
 
     started = time.monotonic()
-    model = ctx.models.create(agent.llm_config)
+    model = ctx.models.create(agent.llm_config, ctx.llm_keys)
     model_key = f"{model.provider}:{model.model_name}"
     tools = await tool_set(ctx, agent)
     by_name, specs = tools.by_name, tools.specs
@@ -137,6 +141,7 @@ async def _run_llm_agent(
 
     usage = Usage()
     requests = 0
+    truncated = False
     limit = agent.max_iterations or ctx.network.max_iterations
     middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
     for _ in range(limit):
@@ -153,9 +158,12 @@ async def _run_llm_agent(
         ctx.record_usage(model_key, response.usage)
         if not response.tool_calls:
             answer = response.text
+            truncated = response.truncated
             break
         messages.append(
-            LlmMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+            LlmMessage(
+                role="assistant", content=response.text, tool_calls=response.tool_calls, reasoning=response.reasoning
+            )
         )
         offered = middleware.offered(by_name) if middleware is not None else by_name
         results = await run_tool_calls(ctx, agent, origin, offered, response.tool_calls)
@@ -166,12 +174,13 @@ async def _run_llm_agent(
             f"agent {agent.name!r} used all {limit} iterations (max_iterations) without answering"
         )
 
+    accounting = usage_structure(usage, requests, time.monotonic() - started)
+    if truncated:
+        log.warning("agent %r: model %s stopped at its output token limit; answer cut off", agent.name, model_key)
+        answer = f"{answer}\n\n{TRUNCATION_CAVEAT}" if answer else TRUNCATION_CAVEAT
+        accounting["caveats"] = ["truncated: the answer was cut off at the model's output token limit"]
     ctx.emit(MessageType.AI, origin, answer)
-    ctx.emit(
-        MessageType.AGENT,
-        origin,
-        structure=usage_structure(usage, requests, time.monotonic() - started),
-    )
+    ctx.emit(MessageType.AGENT, origin, structure=accounting)
     return answer
 
 

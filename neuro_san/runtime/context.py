@@ -60,6 +60,9 @@ class RequestContext:
     usage_by_model: dict[str, ModelUsage] = field(default_factory=dict)
     #: Conversations a summarising middleware rewrote, by agent origin (chat_context).
     history_rewrites: dict[OriginPath, list[LlmMessage]] = field(default_factory=dict)
+    #: Bring-your-own-key values (the request's sly_data.llm_config, taken out of
+    #: sly_data; see neuro_san.llm.byok): for this request's LLM calls only.
+    llm_keys: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
         """The origin of a new instance of ``tool`` called from ``parent``; the index

@@ -19,6 +19,7 @@ from neuro_san.core.messages import (
     MessageType,
 )
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
+from neuro_san.llm.byok import take_llm_keys
 from neuro_san.llm.interface import ModelFactory, Usage
 from neuro_san.middleware.summarization import summarised_context
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
@@ -120,6 +121,7 @@ class NetworkHost:
             return
         streaming = request.chat_filter.is_maximal
         sly_data = request.sly_data
+        llm_keys = take_llm_keys([a.llm_config for a in network.agents.values()], sly_data)
         if request.metadata and "request_metadata" not in sly_data:
             sly_data["request_metadata"] = dict(request.metadata)
         ctx = RequestContext(
@@ -131,6 +133,7 @@ class NetworkHost:
             externals=self._externals,
             metadata=request.metadata,
             telemetry=self._telemetry,
+            llm_keys=llm_keys,
         )
         if not streaming and self._keepalive <= 0:
             yield await self._run(ctx, request)

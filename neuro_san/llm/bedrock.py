@@ -1,0 +1,236 @@
+"""Amazon Bedrock: the Converse wire protocol, and AWS SigV4 request signing.
+
+Two of neuro-san's classes reach Bedrock (``bedrock-runtime.{region}.amazonaws.com``):
+
+- ``bedrock`` with ``beta_use_converse_api: true``: ``POST /model/{modelId}/converse``,
+  Bedrock's provider-neutral chat format (:class:`BedrockConverseModel`, here);
+- ``anthropic-bedrock`` (and ``bedrock`` for an ``anthropic.`` model without the
+  Converse switch): ``POST /model/{modelId}/invoke`` with Anthropic's messages body
+  (:class:`~neuro_san.llm.anthropic.AnthropicModel` with ``bedrock=True``).
+
+Both are signed with SigV4 by :class:`SigV4Signer`, which uses botocore's signer and its
+credential chain (llm_config / ``AWS_ACCESS_KEY_ID``…, else botocore's usual chain: env,
+shared credentials and config files with ``credentials_profile_name`` / ``AWS_PROFILE``,
+SSO, container and instance roles). botocore is AWS's own maintained implementation of
+both; signing is security-critical and the chain has many sources, so neither is worth
+rewriting. It is an optional dependency (``pip install neuro-san[bedrock]``): without it
+a Bedrock network is refused when it loads.
+
+Converse in short: content blocks are keyed by shape (``{"text"}``, ``{"toolUse"}``,
+``{"toolResult"}``, ``{"reasoningContent"}``); ``system`` is a block list; roles strictly
+alternate, so a turn's tool results are merged into one user message; the reply's
+``stopReason`` is ``max_tokens`` when cut off. ``reasoningContent`` blocks (with their
+signatures) are kept and sent back, first, with their assistant turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neuro_san.core.errors import ConfigurationError
+from neuro_san.llm.errors import LlmMalformedReply
+from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.http_model import HttpJsonModel
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.openai_chat import new_tool_call_id
+
+REASONING_KIND = "bedrock-converse"
+SIGNING_SERVICE = "bedrock"
+EMPTY_TEXT = "(empty)"
+
+
+def botocore_available() -> bool:
+    try:
+        import botocore.auth  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class SigV4Signer:
+    """Signs each request for ``bedrock`` in ``region`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        region: str,
+        access_key: str = "",
+        secret_key: str = "",
+        session_token: str = "",
+        profile: str = "",
+    ) -> None:
+        if not botocore_available():
+            raise ConfigurationError("Bedrock needs botocore for SigV4 signing: pip install 'neuro-san[bedrock]'")
+        self._region = region
+        self._static = (access_key, secret_key, session_token or None) if access_key and secret_key else None
+        self._profile = profile or None
+        self._chain: Any = None
+
+    def __repr__(self) -> str:  # never the keys
+        return f"SigV4Signer(region={self._region!r})"
+
+    async def sign(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        if self._static is not None:
+            credentials: Any = Credentials(*self._static)
+        else:
+            # The chain may read files or ask the instance metadata service: off the loop.
+            credentials = await asyncio.to_thread(self._chain_credentials)
+        request = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": headers["Content-Type"]})
+        SigV4Auth(credentials, SIGNING_SERVICE, self._region).add_auth(request)
+        return {name: value for name, value in request.headers.items() if name.lower() != "content-type"}
+
+    def _chain_credentials(self) -> Any:
+        import botocore.session
+
+        if self._chain is None:
+            session = botocore.session.Session(profile=self._profile)
+            self._chain = session.get_credentials()
+        if self._chain is None:
+            raise ConfigurationError(
+                "no AWS credentials for Bedrock: set aws_access_key_id/aws_secret_access_key in llm_config, "
+                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or an instance role"
+            )
+        return self._chain.get_frozen_credentials()
+
+
+class BedrockConverseModel(HttpJsonModel):
+    """A :class:`~neuro_san.llm.interface.Model` over Bedrock Converse (non-streaming)."""
+
+    def __init__(
+        self,
+        pool: HttpPool,
+        endpoint: Endpoint,
+        model_name: str,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        additional_fields: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(pool, endpoint, model_name)
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._additional = dict(additional_fields or {})
+
+    def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        system, converted = to_converse_messages(messages)
+        body: dict[str, Any] = {"messages": converted}
+        if system:
+            body["system"] = [{"text": system}]
+        inference: dict[str, Any] = {}
+        if self._max_tokens is not None:
+            inference["maxTokens"] = self._max_tokens
+        if self._temperature is not None:
+            inference["temperature"] = self._temperature
+        if inference:
+            body["inferenceConfig"] = inference
+        if tools:
+            body["toolConfig"] = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": t.name,
+                            "description": t.description,
+                            "inputSchema": {"json": dict(t.parameters)},
+                        }
+                    }
+                    for t in tools
+                ]
+            }
+        if self._additional:
+            body["additionalModelRequestFields"] = self._additional
+        return body
+
+    def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
+        return parse_converse_reply(reply, self._endpoint.provider, self._model_name)
+
+
+def to_converse_messages(messages: Sequence[LlmMessage]) -> tuple[str, list[dict[str, Any]]]:
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(system), turns
+
+
+def _blocks(message: LlmMessage) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        result = {"toolUseId": message.tool_call_id or "", "content": [{"text": message.content or EMPTY_TEXT}]}
+        return [{"toolResult": result}]
+    blocks: list[dict[str, Any]] = []
+    if message.role == "assistant":
+        blocks.extend(
+            {"reasoningContent": dict(state["block"])}
+            for state in message.reasoning
+            if state.get("kind") == REASONING_KIND
+        )
+    if message.content:
+        blocks.append({"text": message.content})
+    if message.role == "assistant":
+        blocks.extend(
+            {"toolUse": {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}}
+            for call in message.tool_calls
+        )
+    if not blocks:
+        blocks.append({"text": EMPTY_TEXT})
+    return blocks
+
+
+def parse_converse_reply(reply: Mapping[str, Any], provider: str, model_name: str) -> ModelResponse:
+    output = reply.get("output")
+    message = output.get("message") if isinstance(output, Mapping) else None
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        raise LlmMalformedReply("reply has no output.message.content list", provider)
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
+    for index, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise LlmMalformedReply(f"content block {index} is not an object", provider)
+        if isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif isinstance(block.get("toolUse"), Mapping):
+            use = block["toolUse"]
+            if not isinstance(use.get("name"), str):
+                raise LlmMalformedReply(f"toolUse block {index} has no name", provider)
+            tool_input = use.get("input")
+            call_id = str(use.get("toolUseId") or new_tool_call_id("tooluse_"))
+            if isinstance(tool_input, Mapping):
+                calls.append(ToolCall(call_id, use["name"], dict(tool_input), json.dumps(tool_input)))
+            else:
+                kind = type(tool_input).__name__
+                calls.append(
+                    ToolCall(call_id, use["name"], {}, json.dumps(tool_input), f"input must be an object, got {kind}")
+                )
+        elif isinstance(block.get("reasoningContent"), Mapping):
+            reasoning.append({"kind": REASONING_KIND, "block": dict(block["reasoningContent"])})
+    usage = reply.get("usage")
+    tokens = usage if isinstance(usage, Mapping) else {}
+
+    def count(key: str) -> int:
+        value = tokens.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return ModelResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        usage=Usage(count("inputTokens"), count("outputTokens")),
+        model=model_name,
+        reasoning=tuple(reasoning),
+        truncated=reply.get("stopReason") == "max_tokens",
+    )

@@ -1,0 +1,49 @@
+"""Load-time checks of llm_configs: a provider this server cannot serve is refused when
+the network loads, naming the model and the class, not at chat time.
+
+Only what does not depend on the request or on secrets is checked here (the provider
+class, Bedrock's prerequisites); keys may come from the environment at chat time or
+from the request's sly_data (bring-your-own-key).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from neuro_san.core.errors import ConfigurationError
+from neuro_san.llm.byok import placeholder_keys
+from neuro_san.llm.config import provider_of
+from neuro_san.llm.factory import OVERRIDE_ENV, apply_override, parse_override
+from neuro_san.llm.llm_info import INFO_FILE_ENV, LlmInfo, load_llm_info
+from neuro_san.llm.providers import bedrock_refusal
+
+_INFO_CACHE: dict[str, LlmInfo] = {}
+
+
+def _info(env: Mapping[str, str]) -> LlmInfo:
+    path = env.get(INFO_FILE_ENV, "")
+    if path not in _INFO_CACHE:
+        _INFO_CACHE[path] = load_llm_info(env)
+    return _INFO_CACHE[path]
+
+
+def llm_config_problem(llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str | None:
+    """Why the model this llm_config names cannot be served here, or None."""
+    environ = os.environ if env is None else env
+    try:
+        merged = apply_override(llm_config, parse_override(environ.get(OVERRIDE_ENV)))
+        if str(merged.get("class") or "").strip().lower() == "scripted":
+            return None
+        # Placeholders are filled per request; their values do not decide the provider.
+        config = {k: v for k, v in merged.items() if k not in placeholder_keys(merged)}
+        resolved = _info(environ).resolve(config)
+        provider = provider_of(resolved)
+    except ConfigurationError as error:
+        return error.message
+    if provider in ("bedrock", "anthropic-bedrock"):
+        refusal = bedrock_refusal(provider, resolved)
+        if refusal:
+            return f"model {resolved.get('model_name')!r} of class {provider!r}: {refusal}"
+    return None

@@ -1,0 +1,205 @@
+"""Gemini's native wire protocol (``POST {base}/v1beta/models/{model}:generateContent``).
+
+What this module absorbs (from the Gemini API reference):
+
+- Roles are ``user`` and ``model``; instructions go in ``systemInstruction``.
+- The model calls tools with ``functionCall`` parts (``name``, ``args`` object, an ``id``
+  on newer models); results go back as ``functionResponse`` parts in a ``user`` turn,
+  whose ``response`` must be an object (``{"result": <text>}``).
+- Gemini 2.5+/3 attach a ``thoughtSignature`` to parts (function calls above all) and
+  require each part back *with* its signature in the next request of the conversation.
+  So a model turn's parts are kept verbatim as its reasoning state and replayed as they
+  came; ``thought: true`` parts (summaries, with ``include_thoughts``) never become answer
+  text.
+- ``finishReason: MAX_TOKENS`` is a cut-off answer.
+- Function parameters are an OpenAPI subset: keys it does not take
+  (``additionalProperties``, ``$schema``…) are dropped.
+
+Auth is the ``x-goog-api-key`` header (set by the provider layer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neuro_san.llm.errors import LlmMalformedReply
+from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.http_model import HttpJsonModel
+from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.openai_chat import new_tool_call_id
+
+REASONING_KIND = "gemini"
+#: Schema keys Gemini's ``parameters`` (OpenAPI subset) does not accept.
+_UNSUPPORTED_SCHEMA_KEYS = frozenset({"additionalProperties", "$schema", "$ref", "$defs", "definitions", "examples"})
+
+
+class GeminiModel(HttpJsonModel):
+    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent`` (non-streaming)."""
+
+    def __init__(
+        self,
+        pool: HttpPool,
+        endpoint: Endpoint,
+        model_name: str,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        generation: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``generation`` holds extra ``generationConfig`` fields (``topK``,
+        ``thinkingConfig``…), already in Gemini's spelling."""
+        super().__init__(pool, endpoint, model_name)
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._generation = dict(generation or {})
+
+    def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        system, contents = to_gemini_contents(messages)
+        body: dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        if tools:
+            body["tools"] = [{"functionDeclarations": [to_gemini_function(tool) for tool in tools]}]
+        generation = dict(self._generation)
+        if self._temperature is not None:
+            generation["temperature"] = self._temperature
+        if self._max_tokens is not None:
+            generation["maxOutputTokens"] = self._max_tokens
+        if generation:
+            body["generationConfig"] = generation
+        return body
+
+    def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
+        return parse_gemini_reply(reply, self._endpoint.provider, self._model_name)
+
+
+def to_gemini_function(tool: ToolSpec) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    parameters = gemini_schema(tool.parameters)
+    if parameters.get("properties"):
+        declaration["parameters"] = parameters
+    return declaration
+
+
+def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` without the keys Gemini refuses."""
+    result: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _UNSUPPORTED_SCHEMA_KEYS:
+            continue
+        if key == "properties" and isinstance(value, Mapping):
+            result[key] = {name: gemini_schema(sub) if isinstance(sub, Mapping) else sub for name, sub in value.items()}
+        elif key == "items" and isinstance(value, Mapping):
+            result[key] = gemini_schema(value)
+        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+            result[key] = [gemini_schema(sub) for sub in value if isinstance(sub, Mapping)]
+        elif key == "type" and isinstance(value, list):
+            # OpenAPI's Schema has one type; ["string", "null"] is a nullable string.
+            named = [name for name in value if name != "null"]
+            if named:
+                result["type"] = named[0]
+            if "null" in value:
+                result["nullable"] = True
+        else:
+            result[key] = value
+    return result
+
+
+def to_gemini_contents(messages: Sequence[LlmMessage]) -> tuple[str, list[dict[str, Any]]]:
+    """``(system instruction, contents)``; consecutive same-role turns are merged."""
+    system: list[str] = []
+    contents: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role = "model" if message.role == "assistant" else "user"
+        parts = _parts(message)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return "\n\n".join(system), contents
+
+
+def _parts(message: LlmMessage) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        response: dict[str, Any] = {"name": message.name or "", "response": {"result": message.content}}
+        if message.tool_call_id and not message.tool_call_id.startswith("gemini_"):
+            response["id"] = message.tool_call_id
+        return [{"functionResponse": response}]
+    if message.role == "assistant":
+        kept = [state["parts"] for state in message.reasoning if state.get("kind") == REASONING_KIND]
+        if kept:
+            # The turn exactly as Gemini sent it: signatures stay on their parts.
+            return [dict(part) for part in kept[0]]
+        parts: list[dict[str, Any]] = [{"text": message.content}] if message.content else []
+        parts.extend({"functionCall": {"name": call.name, "args": dict(call.arguments)}} for call in message.tool_calls)
+        return parts
+    return [{"text": message.content or " "}]
+
+
+def parse_gemini_reply(reply: Mapping[str, Any], provider: str, model_name: str) -> ModelResponse:
+    candidates = reply.get("candidates")
+    if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], Mapping):
+        feedback = reply.get("promptFeedback")
+        reason = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
+        raise LlmMalformedReply(f"reply has no candidates{f' (prompt blocked: {reason})' if reason else ''}", provider)
+    candidate = candidates[0]
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    if not isinstance(parts, list):
+        parts = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, Mapping):
+            raise LlmMalformedReply(f"part {index} is not an object", provider)
+        if part.get("thought"):
+            continue  # a thought summary: reasoning, never answer text
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        call = part.get("functionCall")
+        if isinstance(call, Mapping):
+            calls.append(_tool_call(index, call, provider))
+    signed = any(isinstance(p, Mapping) and p.get("thoughtSignature") for p in parts)
+    reasoning = ({"kind": REASONING_KIND, "parts": [dict(p) for p in parts]},) if signed or calls else ()
+    return ModelResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        usage=_usage(reply.get("usageMetadata")),
+        model=str(reply.get("modelVersion") or model_name),
+        reasoning=reasoning,
+        truncated=candidate.get("finishReason") == "MAX_TOKENS",
+    )
+
+
+def _tool_call(index: int, call: Mapping[str, Any], provider: str) -> ToolCall:
+    name = call.get("name")
+    if not isinstance(name, str):
+        raise LlmMalformedReply(f"functionCall in part {index} has no name", provider)
+    # Older models send no id; ours starts with gemini_ so it is never sent back as one.
+    call_id = str(call.get("id") or new_tool_call_id("gemini_"))
+    args = call.get("args")
+    if args is None:
+        args = {}
+    if isinstance(args, Mapping):
+        return ToolCall(call_id, name, dict(args), json.dumps(args))
+    return ToolCall(call_id, name, {}, json.dumps(args), f"args must be a JSON object, got {type(args).__name__}")
+
+
+def _usage(usage: Any) -> Usage:
+    if not isinstance(usage, Mapping):
+        return Usage()
+
+    def tokens(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    # Thinking tokens are billed as output.
+    return Usage(tokens("promptTokenCount"), tokens("candidatesTokenCount") + tokens("thoughtsTokenCount"))
