@@ -28,6 +28,7 @@ from neuro_san.runtime.external import ExternalAgents, RemoteFactory
 from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.structure import extract_json_object
+from neuro_san.runtime.tool_binding import AgentToolBinder
 
 _DONE = object()
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class NetworkHost:
         self._source = source
         self._models = models
         self._coded_tools = coded_tools
-        self._externals = ExternalAgents(self, remote)
+        self._tools = AgentToolBinder(ExternalAgents(self, remote))
         self._keepalive = keepalive_seconds
         self._signer = signer
         self._telemetry = telemetry
@@ -127,7 +128,7 @@ class NetworkHost:
             journal=Journal(streaming),
             models=self._models,
             coded_tools=self._coded_tools,
-            externals=self._externals,
+            tools=self._tools,
             metadata=request.metadata,
             telemetry=self._telemetry,
         )
