@@ -85,9 +85,9 @@ def test_tool_schemas_are_built_once_per_agent_spec(monkeypatch: pytest.MonkeyPa
     calls: list[str] = []
     real = AgentToolBinder.bind_tools
 
-    async def counting(self: Any, ctx: Any, agent: Any) -> Any:
+    async def counting(self: Any, ctx: Any, agent: Any, origin: Any = ()) -> Any:
         calls.append(agent.name)
-        return await real(self, ctx, agent)
+        return await real(self, ctx, agent, origin)
 
     monkeypatch.setattr(AgentToolBinder, "bind_tools", counting)
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from neuro_san.network.mcp_refs import McpServerRef
+
 AgentKind = Literal["llm_agent", "coded_tool"]
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -90,6 +92,8 @@ class AgentSpec:
     metadata: Mapping[str, Any] | None = None
     #: Per-agent overrides of the network's limits (None: use the network's).
     max_iterations: int | None = None
+    #: The MCP servers among ``tools`` (string ones stay in ``tools`` too; dict ones only here).
+    mcp_servers: tuple[McpServerRef, ...] = ()
 
     @property
     def kind(self) -> AgentKind:

@@ -43,7 +43,7 @@ async def _run_llm_agent(
     started = time.monotonic()
     model = ctx.models.create(agent.llm_config)
     model_key = f"{model.provider}:{model.model_name}"
-    tools = await ctx.tools.tool_set(ctx, agent)
+    tools = await ctx.tools.tool_set(ctx, agent, origin)
     by_name, specs = tools.by_name, tools.specs
 
     messages: list[LlmMessage] = []

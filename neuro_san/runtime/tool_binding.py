@@ -1,9 +1,12 @@
 """From an agent's ``tools`` references to the tools its model is offered.
 
 ``AgentToolBinder`` is the one place that knows every kind: a local agent name is a
-sub-agent or a coded tool, ``/name`` and other URLs are external agents. The sets of
-agents whose tools are all local are computed once per agent spec (their schemas cannot
-change); external agents' functions are asked for on each invocation.
+sub-agent or a coded tool, an MCP server (``network.mcp_refs``) gives its tools, ``/name``
+and other URLs are external agents. References are bound in the order written; when two
+tools claim one function name the first keeps it. The sets of agents whose tools are all
+local are computed once per agent spec (their schemas cannot change); external agents'
+functions and MCP tool lists are asked for on each invocation (MCP lists are cached by
+``mcp_sessions``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from neuro_san.core.messages import MessageType, OriginPath
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.llm.schema import tool_parameters_schema
+from neuro_san.network.mcp_refs import McpServerRef
 from neuro_san.network.spec import AgentSpec, is_external_ref
+from neuro_san.runtime.mcp_tools import McpClients, bind_mcp_server, collision_notice
 from neuro_san.runtime.tool_interface import Tool, ToolSet
 from neuro_san.runtime.tool_kinds import CodedToolTool, ExternalAgentTool, SubAgentTool
 
@@ -62,24 +68,36 @@ _TOOL_SETS_SIZE = 4096
 class AgentToolBinder:
     """The :class:`~neuro_san.runtime.tool_interface.ToolBinder` of a ``NetworkHost``."""
 
-    def __init__(self, externals: ExternalAgents) -> None:
+    def __init__(self, externals: ExternalAgents, mcp: McpClients | None = None) -> None:
         self.externals = externals
+        self.mcp = mcp or McpClients()
 
-    async def tool_set(self, ctx: RequestContext, agent: AgentSpec) -> ToolSet:
+    async def tool_set(self, ctx: RequestContext, agent: AgentSpec, origin: OriginPath = ()) -> ToolSet:
         cached = _TOOL_SETS.get(id(agent))
         if cached is not None and cached[0] is agent and cached[1] is ctx.network:
             return cached[2]
-        tools = ToolSet.of(await self.bind_tools(ctx, agent))
-        if not any(is_external_ref(ref) for ref in agent.tools):
+        tools = ToolSet.of(await self.bind_tools(ctx, agent, origin))
+        if not agent.mcp_servers and not any(is_external_ref(ref) for ref in agent.tools):
             if len(_TOOL_SETS) >= _TOOL_SETS_SIZE:
                 _TOOL_SETS.clear()
             _TOOL_SETS[id(agent)] = (agent, ctx.network, tools)
         return tools
 
-    async def bind_tools(self, ctx: RequestContext, agent: AgentSpec) -> list[Tool]:
+    async def bind_tools(self, ctx: RequestContext, agent: AgentSpec, origin: OriginPath = ()) -> list[Tool]:
         tools: list[Tool] = []
-        for ref in agent.tools:
-            tools.extend(await self.bind(ctx, agent, ref))
+        taken: set[str] = set()
+        for ref in _written_order(agent):
+            if isinstance(ref, McpServerRef):
+                for tool in await bind_mcp_server(ctx, agent, origin, ref, self.mcp):
+                    if tool.spec.name in taken:
+                        ctx.emit(MessageType.AGENT, origin, collision_notice(ctx, agent, tool))
+                        continue
+                    taken.add(tool.spec.name)
+                    tools.append(tool)
+                continue
+            for bound in await self.bind(ctx, agent, ref):
+                taken.add(bound.spec.name)
+                tools.append(bound)
         return tools
 
     async def bind(self, ctx: RequestContext, agent: AgentSpec, ref: str) -> list[Tool]:
@@ -92,3 +110,13 @@ class AgentToolBinder:
         if callee.kind == "coded_tool":
             return [CodedToolTool(spec, callee)]
         return [SubAgentTool(spec, callee)]
+
+
+def _written_order(agent: AgentSpec) -> list[str | McpServerRef]:
+    """The agent's references in the order its ``tools`` list was written: MCP servers
+    (string or dict) at their positions, the other names in between."""
+    servers = {server.position: server for server in agent.mcp_servers}
+    mcp_urls = {server.url for server in agent.mcp_servers if server.listed}
+    others = iter(ref for ref in agent.tools if ref.strip() not in mcp_urls)
+    count = len([r for r in agent.tools if r.strip() not in mcp_urls]) + len(servers)
+    return [servers[i] if i in servers else next(others) for i in range(count)]

@@ -7,8 +7,8 @@ for the agent's references. The loop (``agent_loop``) and the call wrapper (``to
 only ever see ``Tool``; the kinds live beside it (``tool_kinds``, ``mcp_tools``) and
 depend on the loop, never the other way round, so the runtime has no import circle.
 
-A new kind (an A2A agent, say) is a class with the four members of ``Tool`` plus the
-lines in ``tool_binding.AgentToolBinder.bind`` that recognise its reference.
+A new kind (an A2A agent, say) is a class with the members of ``Tool`` plus the lines
+in ``tool_binding.AgentToolBinder`` that recognise its reference.
 """
 
 from __future__ import annotations
@@ -74,7 +74,10 @@ class ToolSet:
 class ToolBinder(Protocol):
     """Turns an agent's ``tools`` references into the tools offered to its model."""
 
-    async def tool_set(self, ctx: RequestContext, agent: AgentSpec) -> ToolSet: ...
+    async def tool_set(self, ctx: RequestContext, agent: AgentSpec, origin: OriginPath = ()) -> ToolSet:
+        """``origin`` is the agent's own: problems binding its tools (an unreachable
+        MCP server…) are told on the stream under it."""
+        ...
 
 
 def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:

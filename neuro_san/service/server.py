@@ -205,6 +205,7 @@ class AgentServer:
         if self._server is not None:
             await self._server.stop(grace)
         await self.models.aclose()
+        await self.host.aclose()
         if self._remote_close is not None:
             await self._remote_close()
 
