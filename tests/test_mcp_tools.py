@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from neuro_san.core.messages import ChatMessage, MessageType, origin_str
@@ -17,9 +18,11 @@ from neuro_san.runtime.mcp_servers_info import McpServersInfo
 from neuro_san.runtime.mcp_sessions import McpSessions
 from neuro_san.runtime.mcp_tools import McpClients
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, RecordedRequest, Reply, run_with_fake_llm
+from tests.support import grpc_calls as calls
+from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.mcp_server import McpTestServer
 from tests.support.runtime import make_host, run_chat
-from tests.support.servers import free_port
+from tests.support.servers import free_port, start_server
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +185,23 @@ def test_a_server_dying_between_calls_gives_an_error_result_not_a_hang() -> None
     run_with_fake_llm(body, within=40)
 
 
+def test_a_restarted_server_gets_a_new_session_transparently() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        first = McpTestServer().start()
+        host, factory = make_host({"n": _network(fake, [first.url])}, mcp=_clients())
+        fake.enqueue(Reply.calls(FakeToolCall("echo_text", {"text": "one"})))
+        assert (await run_chat(host, "n", "first"))[-1].text == "echo: one"
+        await asyncio.to_thread(first.stop)
+        with McpTestServer(port=first.port) as second:  # forgets the session: 404
+            fake.enqueue(Reply.calls(FakeToolCall("echo_text", {"text": "two"})))
+            assert (await run_chat(host, "n", "second"))[-1].text == "echo: two"
+            assert second.calls("initialize") and second.calls("tools/call")
+            await host.aclose()
+        await factory.aclose()
+
+    run_with_fake_llm(body, within=40)
+
+
 def test_headers_come_from_sly_data_else_from_the_info_file(server: McpTestServer, tmp_path: Path) -> None:
     info_file = tmp_path / "mcp_info.json"
     info_file.write_text(json.dumps({server.url: {"http_headers": {"Authorization": "Bearer from-file"}}}))
@@ -290,3 +310,33 @@ def test_connectivity_shows_a_string_reference_and_leaves_a_dict_out(server: Mcp
         await factory.aclose()
 
     run_with_fake_llm(body)
+
+
+def test_a_served_network_uses_mcp_with_the_info_file_and_ends_sessions_at_shutdown(
+    server: McpTestServer, tmp_path: Path
+) -> None:
+    """Through a real ``neuro-san serve`` process: MCP_SERVERS_INFO_FILE from the
+    environment, the call over gRPC, Connectivity, and DELETE when the server stops."""
+    (tmp_path / "manifest.hocon").write_text('{ "mcp_net.json": true }')
+    network = {"tools": [{"name": "front", "instructions": "Use the tools.", "tools": [server.url]}]}
+    (tmp_path / "mcp_net.json").write_text(json.dumps(network))
+    info = tmp_path / "mcp_servers.json"
+    info.write_text(json.dumps({server.url: {"http_headers": {"Authorization": "Bearer served"}}}))
+    with FakeInThread() as fake:
+        env = {**override_env(fake), "MCP_SERVERS_INFO_FILE": str(info)}
+        with start_server(tmp_path / "manifest.hocon", env=env) as served:
+            fake.enqueue(Reply.calls(FakeToolCall("math__add", {"a": 1, "b": 2})))
+            mark = len(server.seen)
+            with grpc.insecure_channel(served.grpc_target) as channel:
+                responses = calls.streaming_chat(channel, "mcp_net", calls.chat_request("add"))
+                assert responses[-1].response.text == "sum=3"
+                nodes = calls.connectivity(channel, "mcp_net").connectivity_info
+                assert [(n.origin, list(n.tools), n.display_as) for n in nodes] == [
+                    ("front", [server.url], "llm_agent"),
+                    (server.url, [], "external_agent"),
+                ]
+            seen = server.seen[mark:]
+            assert {s.rpc for s in seen} >= {"initialize", "tools/list", "tools/call"}
+            assert all(s.headers.get("authorization") == "Bearer served" for s in seen)
+            mark = len(server.seen)
+        assert [s.method for s in server.seen[mark:]] == ["DELETE"]

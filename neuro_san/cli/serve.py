@@ -126,9 +126,14 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    from neuro_san.core.errors import ConfigurationError
     from neuro_san.service.server import AgentServer
 
-    server = AgentServer(config)
+    try:
+        server = AgentServer(config)
+    except ConfigurationError as error:  # e.g. a malformed MCP_SERVERS_INFO_FILE
+        log.error("cannot start: %s", error)
+        return 2
     for error in server.registry.errors:
         log.error("not serving: %s", error)
     try:

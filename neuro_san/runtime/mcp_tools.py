@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp import types
-from mcp.shared.exceptions import McpError
 
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.network.mcp_refs import McpServerRef
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.mcp_servers_info import McpServersInfo
-from neuro_san.runtime.mcp_sessions import McpSessions, McpUnavailable, describe_error
+from neuro_san.runtime.mcp_sessions import McpSessions, describe_error
 
 if TYPE_CHECKING:
     from neuro_san.runtime.context import RequestContext
@@ -142,7 +141,7 @@ class McpTool:
         try:
             result = await self.clients.sessions.call_tool(self.url, headers, self.server_name, dict(arguments))
             text = result_text(result)
-        except (McpUnavailable, McpError, OSError) as error:
+        except Exception as error:  # the model is told, and carries on (cancellation still propagates)
             log.info("MCP tool %s failed: %s", self.server_name, type(error).__name__)
             text = f"Error: {describe_error(error)}"
         ctx.emit(MessageType.AGENT, origin, "Got result:", structure={"tool_end": True, "tool_output": text})

@@ -62,8 +62,8 @@ class _Recorder:
 class McpTestServer:
     """``with McpTestServer() as server:`` … ``server.url`` is ``http://127.0.0.1:<port>/mcp``."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
+    def __init__(self, port: int = 0) -> None:
+        self.port = port or free_port()
         self.seen: list[SeenRequest] = []
         self.slow_started = threading.Event()
         self.slow_cancelled = threading.Event()
