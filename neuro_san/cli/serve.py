@@ -131,8 +131,8 @@ async def _serve(args: argparse.Namespace) -> int:
 
     try:
         server = AgentServer(config)
-    except ConfigurationError as error:  # e.g. a malformed MCP_SERVERS_INFO_FILE
-        log.error("cannot start: %s", error)
+    except ConfigurationError as bad:  # e.g. a malformed MCP_SERVERS_INFO_FILE
+        log.error("cannot start: %s", bad)
         return 2
     for error in server.registry.errors:
         log.error("not serving: %s", error)
