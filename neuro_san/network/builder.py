@@ -242,7 +242,7 @@ def _mcp_servers(tools: Sequence[Any]) -> tuple[McpServerRef, ...]:
             if ref is not None:
                 servers.append(ref)
         elif is_mcp_url(tool):
-            servers.append(McpServerRef(tool.strip(), None, position, listed=True))
+            servers.append(McpServerRef(tool, None, position, listed=True))
     return tuple(servers)
 
 

@@ -35,12 +35,10 @@ class McpServerRef:
 def is_mcp_url(tool: str) -> bool:
     """neuro-san's test for a ``tools`` string that names an MCP server."""
     try:
-        parts = urlsplit(tool.strip())
+        parts = urlsplit(tool)
     except ValueError:
         return False
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname or parts.fragment:
-        return False
-    if "#" in tool:
         return False
     labels = parts.hostname.lower().split(".")
     segments = [s.lower() for s in parts.path.split("/") if s]
@@ -80,6 +78,7 @@ def parse_mcp_dict(raw: dict[str, Any], position: int) -> tuple[McpServerRef | N
         for index, name in enumerate(allowed):
             if not isinstance(name, str) or not name.strip():
                 return None, f".tools[{index}]", f"must be an MCP tool name, not {name!r}"
-    url = raw["url"].strip()
-    names = tuple(n.strip() for n in allowed) if allowed else None
+    # Both as written: headers are looked up by the exact URL string, as in neuro-san.
+    url = raw["url"]
+    names = tuple(allowed) if allowed else None
     return McpServerRef(url, names, position, listed=False), "", ""

@@ -70,9 +70,10 @@ def select_tools(
     chosen: set[str] = set()
     missing: list[str] = []
     for entry in allowed:
-        exact = [t.name for t in tools if entry in (t.name, safe_tool_name(t.name))]
+        exact = [t.name for t in tools if t.name == entry]
+        safe = [t.name for t in tools if safe_tool_name(t.name) == entry]
         loose = [t.name for t in tools if safe_tool_name(entry) == safe_tool_name(t.name)]
-        match = exact[:1] or loose[:1]
+        match = exact[:1] or safe[:1] or loose[:1]
         if match:
             chosen.add(match[0])
         else:

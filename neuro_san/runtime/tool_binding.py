@@ -117,6 +117,6 @@ def _written_order(agent: AgentSpec) -> list[str | McpServerRef]:
     (string or dict) at their positions, the other names in between."""
     servers = {server.position: server for server in agent.mcp_servers}
     mcp_urls = {server.url for server in agent.mcp_servers if server.listed}
-    others = iter(ref for ref in agent.tools if ref.strip() not in mcp_urls)
-    count = len([r for r in agent.tools if r.strip() not in mcp_urls]) + len(servers)
+    others = iter(ref for ref in agent.tools if ref not in mcp_urls)
+    count = len([r for r in agent.tools if r not in mcp_urls]) + len(servers)
     return [servers[i] if i in servers else next(others) for i in range(count)]
