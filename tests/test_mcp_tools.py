@@ -110,12 +110,13 @@ def test_the_allow_list_limits_the_tools_and_a_missing_name_is_told(server: McpT
         assert any(m.text.startswith(notice) for m in messages[:human])
         # The safe name selects too.
         fake.requests.clear()
-        host2, _ = make_host({"n": _network(fake, [{"url": server.url, "tools": ["math__add"]}])}, mcp=_clients())
+        host2, factory2 = make_host({"n": _network(fake, [{"url": server.url, "tools": ["math__add"]}])}, mcp=_clients())
         await run_chat(host2, "n", "hi")
         assert set(_offered(fake.requests[0])) == {"math__add"}
         await host.aclose()
         await host2.aclose()
         await factory.aclose()
+        await factory2.aclose()
 
     run_with_fake_llm(body)
 
