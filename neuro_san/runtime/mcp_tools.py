@@ -22,17 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcp import types
-
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.network.mcp_refs import McpServerRef
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.mcp_servers_info import McpServersInfo
-from neuro_san.runtime.mcp_sessions import McpSessions, describe_error
 
 if TYPE_CHECKING:
+    from mcp import types
+
     from neuro_san.runtime.context import RequestContext
+    from neuro_san.runtime.mcp_sessions import McpSessions
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +49,24 @@ class McpClients:
 
     def __init__(self, info: McpServersInfo | None = None, sessions: McpSessions | None = None) -> None:
         self.info = info or McpServersInfo()
-        self.sessions = sessions or McpSessions()
+        self._sessions = sessions
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> McpClients:
         return cls(McpServersInfo.from_env(env))
 
+    @property
+    def sessions(self) -> McpSessions:
+        if self._sessions is None:
+            # The SDK takes seconds to import: a server whose networks use no MCP never loads it.
+            from neuro_san.runtime.mcp_sessions import McpSessions
+
+            self._sessions = McpSessions()
+        return self._sessions
+
     async def aclose(self) -> None:
-        await self.sessions.aclose()
+        if self._sessions is not None:
+            await self._sessions.aclose()
 
 
 def select_tools(
@@ -83,6 +93,8 @@ def select_tools(
 
 def result_text(result: types.CallToolResult) -> str:
     """What the model gets for an MCP result."""
+    from mcp import types  # loaded already: the result came through the SDK
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, types.TextContent):
@@ -138,6 +150,8 @@ class McpTool:
             "origin_str": origin_str(origin),
         }
         ctx.emit(MessageType.AGENT, origin, "Received arguments:", structure={"tool_start": True, "tool_args": shown})
+        from neuro_san.runtime.mcp_sessions import describe_error  # the SDK is loaded by now
+
         headers = self.clients.info.headers(self.url, ctx.sly_data)
         try:
             result = await self.clients.sessions.call_tool(self.url, headers, self.server_name, dict(arguments))
@@ -156,8 +170,11 @@ async def bind_mcp_server(
     unreachable server gives no tools."""
     where = f"agent '{agent.name}' of agent network '{ctx.network.name}'"
     headers = clients.info.headers(server.url, ctx.sly_data)
+    sessions = clients.sessions  # loads the SDK on first use
+    from neuro_san.runtime.mcp_sessions import describe_error
+
     try:
-        listed = await clients.sessions.list_tools(server.url, headers)
+        listed = await sessions.list_tools(server.url, headers)
     except Exception as error:  # any failure to list leaves the server out, as in neuro-san
         detail = describe_error(error)
         log.warning("%s: MCP server unreachable: %s", where, type(error).__name__)
