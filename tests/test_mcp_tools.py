@@ -110,7 +110,8 @@ def test_the_allow_list_limits_the_tools_and_a_missing_name_is_told(server: McpT
         assert any(m.text.startswith(notice) for m in messages[:human])
         # The safe name selects too.
         fake.requests.clear()
-        host2, factory2 = make_host({"n": _network(fake, [{"url": server.url, "tools": ["math__add"]}])}, mcp=_clients())
+        by_safe_name = _network(fake, [{"url": server.url, "tools": ["math__add"]}])
+        host2, factory2 = make_host({"n": by_safe_name}, mcp=_clients())
         await run_chat(host2, "n", "hi")
         assert set(_offered(fake.requests[0])) == {"math__add"}
         await host.aclose()
@@ -341,3 +342,27 @@ def test_a_served_network_uses_mcp_with_the_info_file_and_ends_sessions_at_shutd
             assert all(s.headers.get("authorization") == "Bearer served" for s in seen)
             mark = len(server.seen)
         assert [s.method for s in server.seen[mark:]] == ["DELETE"]
+
+
+def test_tool_lists_expire_and_sessions_are_bounded(server: McpTestServer) -> None:
+    async def body() -> None:
+        sessions = McpSessions(tools_ttl_seconds=0.3, max_sessions=1, open_timeout_seconds=5.0)
+        await sessions.list_tools(server.url, {"X-User": "a"})
+        mark = len(server.seen)
+        await sessions.list_tools(server.url, {"X-User": "a"})
+        assert server.seen[mark:] == []  # fresh: from the cache
+        await asyncio.sleep(0.4)
+        await sessions.list_tools(server.url, {"X-User": "a"})
+        assert [(s.method, s.rpc) for s in server.seen[mark:]] == [("POST", "tools/list")]  # same session
+        # Another caller's headers get their own session; with room for one, the idle one is closed.
+        mark = len(server.seen)
+        await sessions.list_tools(server.url, {"X-User": "b"})
+        for _ in range(50):
+            if any(s.method == "DELETE" for s in server.seen[mark:]):
+                break
+            await asyncio.sleep(0.05)
+        deleted = [s for s in server.seen[mark:] if s.method == "DELETE"]
+        assert [s.headers.get("x-user") for s in deleted] == ["a"]
+        await sessions.aclose()
+
+    asyncio.run(body())

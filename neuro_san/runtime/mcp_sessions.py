@@ -159,28 +159,33 @@ class McpSessions:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    def _sweep(self) -> None:
+    def _sweep(self, keep: _Key) -> None:
+        """Close ended and idle sessions, then the least recently used ones past the bound;
+        never ``keep`` (the one being asked for) nor one in use."""
         now = time.monotonic()
         for key, connection in list(self._connections.items()):
             idle = connection.in_use == 0 and now - connection.last_used > self.idle_seconds
-            if connection.closed or idle:
+            if key != keep and (connection.closed or idle):
                 self._retire(key, connection)
         excess = len(self._connections) - self.max_sessions
         for key, connection in list(self._connections.items()):
             if excess <= 0:
                 break
-            if connection.in_use == 0:
+            if key != keep and connection.in_use == 0:
                 self._retire(key, connection)
                 excess -= 1
 
     def _connection(self, url: str, headers: Headers) -> tuple[_Key, _Connection]:
-        self._sweep()
         key = self._key(url, headers)
         connection = self._connections.get(key)
+        if connection is not None and connection.closed:
+            self._retire(key, connection)
+            connection = None
         if connection is None:
             timeout = httpx.Timeout(self.open_timeout_seconds, read=self.call_timeout_seconds)
             connection = self._connections[key] = _Connection(url, headers, timeout)
         self._connections.move_to_end(key)
+        self._sweep(keep=key)
         connection.last_used = time.monotonic()
         return key, connection
 
