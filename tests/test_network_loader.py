@@ -268,9 +268,9 @@ ERROR_CASES = [
         "must be a string or a list of strings, not 3",
     ),
     (
-        _mutated(["tools", 0, "tools"], [{"url": "https://mcp.example/mcp"}]),
-        "tools[0].tools[0]",
-        "MCP server tools are not supported",
+        _mutated(["tools", 0, "tools"], [{"url": "ftp://mcp.example/mcp"}]),
+        "tools[0].tools[0].url",
+        "'ftp://mcp.example/mcp': MCP servers are reached over streamable HTTP; use an http:// or https:// URL",
     ),
     (
         _mutated(["tools", 0, "tools"], "helper"),

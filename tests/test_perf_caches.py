@@ -15,7 +15,7 @@ from neuro_san.llm import factory as llm_config_module
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, HttpPool, env_proxy_for
 from neuro_san.llm.interface import LlmMessage
-from neuro_san.runtime import agent_loop
+from neuro_san.runtime.tool_binding import AgentToolBinder
 from tests.fakes.fake_llm import FakeLlmServer, run_with_fake_llm
 from tests.support.runtime import make_host, run_chat
 
@@ -83,13 +83,13 @@ NETWORK = {
 
 def test_tool_schemas_are_built_once_per_agent_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = agent_loop.bind_tools
+    real = AgentToolBinder.bind_tools
 
-    async def counting(ctx: Any, agent: Any) -> Any:
+    async def counting(self: Any, ctx: Any, agent: Any, origin: Any = ()) -> Any:
         calls.append(agent.name)
-        return await real(ctx, agent)
+        return await real(self, ctx, agent, origin)
 
-    monkeypatch.setattr(agent_loop, "bind_tools", counting)
+    monkeypatch.setattr(AgentToolBinder, "bind_tools", counting)
 
     async def body() -> None:
         host, _ = make_host({"net": NETWORK})

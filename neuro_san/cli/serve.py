@@ -145,7 +145,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
     try:
         server = AgentServer(config)
-    except ConfigurationError as refused:  # AGENT_LLM_OVERRIDE, AGENT_LLM_INFO_FILE…
+    except ConfigurationError as refused:  # AGENT_LLM_OVERRIDE, AGENT_LLM_INFO_FILE, MCP_SERVERS_INFO_FILE…
         log.error("cannot start: %s", refused.message)
         return 2
     for error in server.registry.errors:

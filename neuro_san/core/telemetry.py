@@ -58,7 +58,7 @@ class Telemetry:
         """A model call is being retried."""
 
     def tool_call(self, kind: str, ok: bool) -> None:
-        """A tool call ended; ``kind`` is llm_agent, coded_tool or external_agent."""
+        """A tool call ended; ``kind`` is llm_agent, coded_tool, external_agent or mcp_tool."""
 
     def networks_changed(self, count: int) -> None:
         """A reload added, changed or removed ``count`` networks."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from neuro_san.middleware.config import parse_middleware
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.network.mcp_refs import McpServerRef, is_mcp_url, parse_mcp_dict
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
 from neuro_san.network.upstream_keys import refuse_unsupported_keys
 from neuro_san.toolbox.resolve import expand_toolbox_agents
@@ -169,9 +170,12 @@ def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> 
         for position, tool in enumerate(tools):
             tool_path = f"{key_path}[{position}]"
             if isinstance(tool, dict):
-                raise check.fail(tool_path, "MCP server tools are not supported")
+                _, sub_key, reason = parse_mcp_dict(tool, position)
+                if reason:
+                    raise check.fail(tool_path + sub_key, reason)
+                continue
             if not isinstance(tool, str) or not tool:
-                raise check.fail(tool_path, f"must be an agent name, not {tool!r}")
+                raise check.fail(tool_path, f"must be an agent name, a URL or an MCP server dict, not {tool!r}")
             if is_external_ref(tool):
                 continue
             if tool not in known:
@@ -218,7 +222,7 @@ def _build_agent(
         function=_frozen(function),
         instructions=check.optional_str(raw.get("instructions"), f"{key_path}.instructions") or "",
         command=check.optional_str(raw.get("command"), f"{key_path}.command") or "",
-        tools=tuple(raw.get("tools") or ()),
+        tools=tuple(t for t in raw.get("tools") or () if isinstance(t, str)),
         llm_config=_frozen({**network_llm, **llm_config}),
         class_name=class_name,
         args=_frozen(args or {}),
@@ -233,7 +237,21 @@ def _build_agent(
         metadata=_frozen(metadata) if metadata is not None else None,
         max_iterations=max_iterations,
         middleware=parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware"),
+        mcp_servers=_mcp_servers(raw.get("tools") or ()),
     )
+
+
+def _mcp_servers(tools: Sequence[Any]) -> tuple[McpServerRef, ...]:
+    """The MCP servers among already-checked ``tools`` entries, in written order."""
+    servers = []
+    for position, tool in enumerate(tools):
+        if isinstance(tool, dict):
+            ref, _, _ = parse_mcp_dict(tool, position)
+            if ref is not None:
+                servers.append(ref)
+        elif is_mcp_url(tool):
+            servers.append(McpServerRef(tool, None, position, listed=True))
+    return tuple(servers)
 
 
 def _function(raw: Any, key_path: str, is_called: bool, check: _Checker) -> dict[str, Any]:

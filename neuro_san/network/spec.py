@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from neuro_san.middleware.config import MiddlewareConfig
 
+from neuro_san.network.mcp_refs import McpServerRef
+
 AgentKind = Literal["llm_agent", "coded_tool"]
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -95,6 +97,8 @@ class AgentSpec:
     max_iterations: int | None = None
     #: Validated ``middleware`` entries (``neuro_san.middleware``), in list order.
     middleware: tuple[MiddlewareConfig, ...] = ()
+    #: The MCP servers among ``tools`` (string ones stay in ``tools`` too; dict ones only here).
+    mcp_servers: tuple[McpServerRef, ...] = ()
 
     @property
     def kind(self) -> AgentKind:

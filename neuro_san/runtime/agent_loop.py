@@ -9,96 +9,20 @@ round trips.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec, Usage
-from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.middleware.chain import middleware_chain
-from neuro_san.network.spec import AgentSpec, is_external_ref
+from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.context import RequestContext, usage_structure
+from neuro_san.runtime.tools import run_tool_calls
 
-_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 log = logging.getLogger(__name__)
 #: Appended to an answer the model's output token limit cut off, so nobody takes it whole.
 TRUNCATION_CAVEAT = "[Caveat: this answer was cut off at the model's output token limit (max_tokens).]"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolBinding:
-    """A tool as offered to the model, and what it refers to in the network."""
-
-    spec: ToolSpec
-    ref: str
-
-
-def tool_function_name(ref: str) -> str:
-    """A provider-safe function name for a tool reference.
-
-    Local agent names are already safe. External references (``/deep/x``,
-    ``http://host:8080/x``) become their path with ``/`` as ``__`` (``deep__x``)."""
-    if not is_external_ref(ref):
-        return ref
-    path = ref.split("://", 1)[1].split("/", 1)[1] if "://" in ref else ref.lstrip("/")
-    return _TOOL_NAME.sub("_", path.replace("/", "__"))[:64] or "external_agent"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSet:
-    """An agent's tools as offered to the model: the specs, and each by function name."""
-
-    specs: list[ToolSpec]
-    by_name: Mapping[str, ToolBinding]
-
-
-#: id(agent spec) → (agent spec, its network, its ToolSet), for agents without external
-#: tools. Both specs are held so their ids cannot be reused; specs are never mutated (a
-#: reload makes new ones), so a hit is exactly what bind_tools would compute again.
-_TOOL_SETS: dict[int, tuple[AgentSpec, object, ToolSet]] = {}
-_TOOL_SETS_SIZE = 4096
-
-
-async def tool_set(ctx: RequestContext, agent: AgentSpec) -> ToolSet:
-    """``bind_tools`` for ``agent``, computed once per agent spec when all its tools are
-    local (tool schemas are the same on every invocation); external agents' functions are
-    asked for each time, as they may change."""
-    cached = _TOOL_SETS.get(id(agent))
-    if cached is not None and cached[0] is agent and cached[1] is ctx.network:
-        return cached[2]
-    bindings = await bind_tools(ctx, agent)
-    tools = ToolSet([b.spec for b in bindings], {b.spec.name: b for b in bindings})
-    if not any(is_external_ref(ref) for ref in agent.tools):
-        if len(_TOOL_SETS) >= _TOOL_SETS_SIZE:
-            _TOOL_SETS.clear()
-        _TOOL_SETS[id(agent)] = (agent, ctx.network, tools)
-    return tools
-
-
-async def bind_tools(ctx: RequestContext, agent: AgentSpec) -> list[ToolBinding]:
-    bindings = []
-    for ref in agent.tools:
-        if is_external_ref(ref):
-            function = await ctx.externals.function(ref)
-        else:
-            function = ctx.network.agents[ref].function
-        description = str(function.get("description", "")) or f"Calls {ref}."
-        params = function.get("parameters")
-        schema = tool_parameters_schema(params if isinstance(params, Mapping) else None)
-        if is_external_ref(ref) and not schema.get("properties"):
-            # A network without declared parameters takes a free-text inquiry.
-            schema = {
-                "type": "object",
-                "properties": {"inquiry": {"type": "string", "description": "What to ask."}},
-                "required": ["inquiry"],
-            }
-        bindings.append(ToolBinding(ToolSpec(tool_function_name(ref), description, schema), ref))
-    return bindings
 
 
 async def run_llm_agent(
@@ -122,12 +46,10 @@ async def _run_llm_agent(
     history: list[LlmMessage] | None,
     announce_instructions: bool,
 ) -> str:
-    from neuro_san.runtime.tools import run_tool_calls  # tools call back into this module
-
     started = time.monotonic()
     model = ctx.models.create(agent.llm_config, ctx.llm_keys)
     model_key = f"{model.provider}:{model.model_name}"
-    tools = await tool_set(ctx, agent)
+    tools = await ctx.tools.tool_set(ctx, agent, origin)
     by_name, specs = tools.by_name, tools.specs
 
     messages: list[LlmMessage] = []
@@ -206,9 +128,3 @@ async def _ask_model(
         span.set_attribute("gen_ai.usage.input_tokens", prompt_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", completion_tokens)
         return response
-
-
-
-
-def describe_call(name: str, arguments: Mapping[str, object]) -> str:
-    return f"Invoking: `{name}` with `{json.dumps(arguments, ensure_ascii=False, default=str)}`"

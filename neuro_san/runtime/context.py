@@ -7,16 +7,21 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from neuro_san.core.messages import ChatMessage, MessageType, Origin, OriginPath
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import LlmMessage, ModelFactory, Usage
 from neuro_san.network.spec import NetworkSpec
 
-if TYPE_CHECKING:
-    from neuro_san.runtime.coded_tools import CodedToolResolver
-    from neuro_san.runtime.external import ExternalAgents
+if TYPE_CHECKING:  # the interface module refers back to RequestContext for its types only
+    from neuro_san.runtime.tool_interface import ToolBinder
+
+
+class ClassResolver(Protocol):
+    """Finds coded-tool classes (``coded_tools.CodedToolResolver``)."""
+
+    def resolve(self, network: str, class_name: str) -> type: ...
 
 
 class Journal:
@@ -51,8 +56,9 @@ class RequestContext:
     sly_data: dict[str, Any]
     journal: Journal
     models: ModelFactory
-    coded_tools: CodedToolResolver
-    externals: ExternalAgents
+    coded_tools: ClassResolver
+    #: Makes each agent's tools (``tool_binding.AgentToolBinder``).
+    tools: ToolBinder
     metadata: Mapping[str, str] = field(default_factory=dict)
     telemetry: Telemetry = NO_TELEMETRY
     started: float = field(default_factory=time.monotonic)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from neuro_san.core.errors import AgentNotFound, ConfigurationError, UpstreamUnavailable
 from neuro_san.core.messages import ChatFilter, ChatMessage, ChatRequest, MessageType, OriginPath
 from neuro_san.network.spec import AgentSpec
+from neuro_san.runtime.tool_interface import build_agent_input
 
 if TYPE_CHECKING:
     from neuro_san.core.host import AgentHost
@@ -79,8 +80,6 @@ class ExternalAgents:
         ref: str,
         arguments: Mapping[str, Any],
     ) -> str:
-        from neuro_san.runtime.tools import build_agent_input
-
         forward = caller.allow.from_downstream_messages and ctx.journal.streaming
         metadata = dict(ctx.metadata)
         if not ref.startswith("/"):

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -28,8 +29,10 @@ from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.context import Journal, RequestContext, usage_structure
 from neuro_san.runtime.external import ExternalAgents, RemoteFactory
 from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
+from neuro_san.runtime.mcp_tools import McpClients
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.structure import extract_json_object
+from neuro_san.runtime.tool_binding import AgentToolBinder
 
 _DONE = object()
 log = logging.getLogger(__name__)
@@ -51,14 +54,19 @@ class NetworkHost:
         keepalive_seconds: float = 0.0,
         signer: ContextSigner | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
+        mcp: McpClients | None = None,
     ) -> None:
         self._source = source
         self._models = models
         self._coded_tools = coded_tools
-        self._externals = ExternalAgents(self, remote)
+        self._tools = AgentToolBinder(ExternalAgents(self, remote), mcp or McpClients.from_env(os.environ))
         self._keepalive = keepalive_seconds
         self._signer = signer
         self._telemetry = telemetry
+
+    async def aclose(self) -> None:
+        """Close what requests share beyond the host's life (MCP sessions)."""
+        await self._tools.mcp.aclose()
 
     def _network(self, agent: str) -> NetworkSpec:
         network = self._source.get(agent)
@@ -130,7 +138,7 @@ class NetworkHost:
             journal=Journal(streaming),
             models=self._models,
             coded_tools=self._coded_tools,
-            externals=self._externals,
+            tools=self._tools,
             metadata=request.metadata,
             telemetry=self._telemetry,
             llm_keys=llm_keys,

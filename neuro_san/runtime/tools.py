@@ -1,4 +1,4 @@
-"""Running one tool call: a sub-agent, a coded tool, or an external agent.
+"""Running one tool call, whatever its kind (see ``tool_interface.Tool``).
 
 Whatever the kind, the caller journals ``AGENT "Invoking …"`` before and
 ``AGENT_TOOL_RESULT`` after, and the model gets the result as text. A tool that fails
@@ -10,35 +10,30 @@ Whatever the kind, the caller journals ``AGENT "Invoking …"`` before and
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import ToolCall
-from neuro_san.network.spec import AgentSpec, is_external_ref
-from neuro_san.runtime.agent_loop import ToolBinding, describe_call, run_llm_agent
-from neuro_san.runtime.coded_tools import run_coded_tool
+from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.context import RequestContext
+from neuro_san.runtime.tool_interface import Tool, build_agent_input
+
+__all__ = ["build_agent_input", "call_tool", "describe_call", "run_tool_calls"]
 
 log = logging.getLogger(__name__)
 
 
-def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:
-    """The HUMAN message a called agent gets: one sentence per argument, then its command.
-
-    ``{"input_string": "hello"}`` with command ``Find synonyms.`` gives
-    ``The input_string is 'hello'.\\nFind synonyms.``
-    """
-    sentences = " ".join(f"The {key} is '{value}'." for key, value in arguments.items())
-    return "\n".join(part for part in (sentences, command) if part)
+def describe_call(name: str, arguments: Mapping[str, object]) -> str:
+    return f"Invoking: `{name}` with `{json.dumps(arguments, ensure_ascii=False, default=str)}`"
 
 
 async def call_tool(
     ctx: RequestContext,
     caller: AgentSpec,
     caller_origin: OriginPath,
-    bindings: Mapping[str, ToolBinding],
+    bindings: Mapping[str, Tool],
     call: ToolCall,
 ) -> str:
     binding = bindings.get(call.name)
@@ -59,23 +54,14 @@ async def call_tool(
     if log.isEnabledFor(logging.DEBUG):  # the origin string is built only when it is logged
         origin = origin_str(caller_origin)
         log.debug("calling tool %s from %s", ref, origin, extra={"origin": origin, "tool": ref})
-    external = is_external_ref(ref)
-    kind = "external_agent" if external else ctx.network.agents[ref].kind
+    kind = binding.kind
     callee_origin = ctx.instantiate(caller_origin, ref)
     with ctx.telemetry.span(
         f"tool {_span_name(ref)}",
         {"neuro_san.tool.kind": kind, "neuro_san.origin": origin_str(callee_origin)},
-        kind="client" if external and not ref.startswith("/") else "internal",
+        kind="client" if binding.remote else "internal",
     ) as span:
-        if external:
-            result = await ctx.externals.call(ctx, caller, callee_origin, ref, arguments)
-        else:
-            callee = ctx.network.agents[ref]
-            if callee.kind == "coded_tool":
-                result = await run_coded_tool(ctx, callee, callee_origin, arguments)
-            else:
-                text = build_agent_input(arguments, callee.command)
-                result = await run_llm_agent(ctx, callee, callee_origin, text)
+        result = await binding.call(ctx, caller, callee_origin, arguments)
         failed = result.startswith("Error:")
         span.set_attribute("neuro_san.tool.error", failed)
     ctx.telemetry.tool_call(kind, ok=not failed)
@@ -95,7 +81,7 @@ async def run_tool_calls(
     ctx: RequestContext,
     caller: AgentSpec,
     caller_origin: OriginPath,
-    bindings: Mapping[str, ToolBinding],
+    bindings: Mapping[str, Tool],
     calls: Sequence[ToolCall],
 ) -> list[str]:
     """The results of one model turn's tool calls, in order. Several calls run

@@ -220,6 +220,7 @@ class AgentServer:
             drains.append(drain_local(grace))
         await asyncio.gather(*drains)
         await self.models.aclose()
+        await self.host.aclose()
         if self._remote_close is not None:
             await self._remote_close()
 
