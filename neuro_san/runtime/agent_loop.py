@@ -9,7 +9,6 @@ round trips.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -17,10 +16,12 @@ from dataclasses import dataclass
 
 from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
-from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec, Usage
+from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec
 from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.network.spec import AgentSpec, is_external_ref
-from neuro_san.runtime.context import RequestContext, usage_structure
+from neuro_san.runtime.context import RequestContext
+from neuro_san.runtime.transcript import note_tool_result
+from neuro_san.runtime.usage_report import agent_usage, record_llm_call
 
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -37,11 +38,12 @@ def tool_function_name(ref: str) -> str:
     """A provider-safe function name for a tool reference.
 
     Local agent names are already safe. External references (``/deep/x``,
-    ``http://host:8080/x``) become their path with ``/`` as ``__`` (``deep__x``)."""
+    ``http://host:8080/x``) become ``__`` + their path with ``/`` as ``__``
+    (``__deep__x``), as neuro-san names them, so they never clash with a local tool."""
     if not is_external_ref(ref):
         return ref
     path = ref.split("://", 1)[1].split("/", 1)[1] if "://" in ref else ref.lstrip("/")
-    return _TOOL_NAME.sub("_", path.replace("/", "__"))[:64] or "external_agent"
+    return ("__" + _TOOL_NAME.sub("_", path.replace("/", "__")))[:64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,12 @@ async def run_llm_agent(
 ) -> str:
     """Run one invocation of an LLM agent and return its answer."""
     with ctx.telemetry.span(f"agent {agent.name}", {"neuro_san.origin": origin_str(origin)}):
-        return await _run_llm_agent(ctx, agent, origin, user_text, history, announce_instructions)
+        with agent_usage(len(origin)) as usage_scope:
+            answer = await _run_llm_agent(ctx, agent, origin, user_text, history, announce_instructions)
+        report = usage_scope.report()
+        if report is not None:
+            ctx.emit(MessageType.AGENT, origin, structure=report)
+        return answer
 
 
 async def _run_llm_agent(
@@ -119,7 +126,6 @@ async def _run_llm_agent(
 ) -> str:
     from neuro_san.runtime.tools import run_tool_calls  # tools call back into this module
 
-    started = time.monotonic()
     model = ctx.models.create(agent.llm_config)
     model_key = f"{model.provider}:{model.model_name}"
     tools = await tool_set(ctx, agent)
@@ -134,14 +140,12 @@ async def _run_llm_agent(
     messages.append(LlmMessage(role="user", content=user_text))
     ctx.emit(MessageType.HUMAN, origin, user_text)
 
-    usage = Usage()
-    requests = 0
     limit = agent.max_iterations or ctx.network.max_iterations
     for _ in range(limit):
+        call_started = time.monotonic()
         response = await _ask_model(ctx, model, messages, specs)
-        usage = usage + response.usage
-        requests += 1
         ctx.record_usage(model_key, response.usage)
+        record_llm_call(model.provider, model.model_name, response, time.monotonic() - call_started)
         if not response.tool_calls:
             answer = response.text
             break
@@ -151,17 +155,13 @@ async def _run_llm_agent(
         results = await run_tool_calls(ctx, agent, origin, by_name, response.tool_calls)
         for call, result in zip(response.tool_calls, results, strict=True):
             messages.append(LlmMessage(role="tool", content=result, tool_call_id=call.id, name=call.name))
+            note_tool_result(origin, result)
     else:
         raise LimitExceeded(
             f"agent {agent.name!r} used all {limit} iterations (max_iterations) without answering"
         )
 
     ctx.emit(MessageType.AI, origin, answer)
-    ctx.emit(
-        MessageType.AGENT,
-        origin,
-        structure=usage_structure(usage, requests, time.monotonic() - started),
-    )
     return answer
 
 
@@ -192,4 +192,6 @@ async def _ask_model(
 
 
 def describe_call(name: str, arguments: Mapping[str, object]) -> str:
-    return f"Invoking: `{name}` with `{json.dumps(arguments, ensure_ascii=False, default=str)}`"
+    """The "Invoking" AGENT text, as neuro-san 0.7 words it: the arguments are in the
+    message's structure (``params``), not in the text."""
+    return f"Invoking: `{name}` with:"

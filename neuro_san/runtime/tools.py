@@ -18,6 +18,7 @@ from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import ToolCall
 from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.agent_loop import ToolBinding, describe_call, run_llm_agent
+from neuro_san.runtime.arguments import agent_input_text, convert_arguments
 from neuro_san.runtime.coded_tools import run_coded_tool
 from neuro_san.runtime.context import RequestContext
 
@@ -25,13 +26,9 @@ log = logging.getLogger(__name__)
 
 
 def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:
-    """The HUMAN message a called agent gets: one sentence per argument, then its command.
-
-    ``{"input_string": "hello"}`` with command ``Find synonyms.`` gives
-    ``The input_string is 'hello'.\\nFind synonyms.``
-    """
-    sentences = " ".join(f"The {key} is '{value}'." for key, value in arguments.items())
-    return "\n".join(part for part in (sentences, command) if part)
+    """The HUMAN message a called agent gets when its parameters are unknown; see
+    :func:`neuro_san.runtime.arguments.agent_input_text`."""
+    return agent_input_text(arguments, None, command)
 
 
 async def call_tool(
@@ -55,6 +52,7 @@ async def call_tool(
         describe_call(binding.ref, arguments),
         structure={"invoking_start": True, "invoked_agent_name": binding.ref, "params": arguments},
     )
+    arguments = convert_arguments(arguments, binding.spec.parameters)
     ref = binding.ref
     if log.isEnabledFor(logging.DEBUG):  # the origin string is built only when it is logged
         origin = origin_str(caller_origin)
@@ -74,7 +72,7 @@ async def call_tool(
             if callee.kind == "coded_tool":
                 result = await run_coded_tool(ctx, callee, callee_origin, arguments)
             else:
-                text = build_agent_input(arguments, callee.command)
+                text = agent_input_text(arguments, callee.function.get("parameters"), callee.command)
                 result = await run_llm_agent(ctx, callee, callee_origin, text)
         failed = result.startswith("Error:")
         span.set_attribute("neuro_san.tool.error", failed)
