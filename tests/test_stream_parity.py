@@ -69,13 +69,17 @@ def _both(pair: Pair, agent: str, text: str, sly_data: Any = None, chat_context:
 
 
 def _assert_same(upstream: list[dict[str, Any]], ours: list[dict[str, Any]], ordered: bool = True) -> None:
+    assert upstream and upstream[-1]["type"] == "AGENT_FRAMEWORK", "neuro-san's stream did not finish"
     if not ordered:  # parallel branches interleave as the scheduler runs them, on both servers
         upstream_groups, our_groups = by_origin(upstream), by_origin(ours)
         assert upstream_groups.keys() == our_groups.keys()
         for origin in upstream_groups:
-            _assert_same(upstream_groups[origin], our_groups[origin])
+            _assert_in_order(upstream_groups[origin], our_groups[origin])
         return
-    assert upstream and upstream[-1]["type"] == "AGENT_FRAMEWORK", "neuro-san's stream did not finish"
+    _assert_in_order(upstream, ours)
+
+
+def _assert_in_order(upstream: list[dict[str, Any]], ours: list[dict[str, Any]]) -> None:
     for index, (theirs, mine) in enumerate(zip(upstream, ours, strict=False)):
         difference = f"neuro-san: {json.dumps(theirs)}\nours:      {json.dumps(mine)}"
         assert mine == theirs, f"message {index} differs:\n{difference}"
