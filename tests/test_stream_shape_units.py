@@ -4,13 +4,20 @@ agent's input text, the external call's input, tool-node structures and JSON pre
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import pytest
 from neuro_san.api.grpc import agent_pb2
 
 from gateway.marshal import MessageCodec
 from neuro_san.llm.interface import ModelResponse, Usage
 from neuro_san.runtime.agent_loop import describe_call, tool_function_name
-from neuro_san.runtime.arguments import agent_input_text, convert_arguments, network_input_text
+from neuro_san.runtime.arguments import (
+    agent_input_text,
+    convert_arguments,
+    network_input_text,
+    synthesized_inquiry_schema,
+)
 from neuro_san.runtime.journal_shapes import coded_tool_result
 from neuro_san.runtime.usage_report import agent_usage, record_llm_call, request_usage
 
@@ -92,3 +99,14 @@ def test_http_json_always_has_message_text_and_entry_tools() -> None:
     connectivity.connectivity_info.add(origin="leaf", display_as="coded_tool")
     data = MessageCodec(agent_pb2.ConnectivityResponse).to_dict(connectivity)
     assert data == {"connectivity_info": [{"origin": "leaf", "display_as": "coded_tool", "tools": []}]}
+
+
+def test_a_network_without_parameters_is_offered_an_inquiry_and_the_log_says_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="neuro_san.runtime.arguments"):
+        first = synthesized_inquiry_schema("/no_params_for_this_test")
+        synthesized_inquiry_schema("/no_params_for_this_test")
+    assert first["required"] == ["inquiry"] and first["properties"]["inquiry"]["type"] == "string"
+    warnings = [r for r in caplog.records if "/no_params_for_this_test" in r.getMessage()]
+    assert len(warnings) == 1

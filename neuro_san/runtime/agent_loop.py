@@ -19,6 +19,7 @@ from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec
 from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.network.spec import AgentSpec, is_external_ref
+from neuro_san.runtime.arguments import synthesized_inquiry_schema
 from neuro_san.runtime.context import RequestContext
 from neuro_san.runtime.transcript import note_tool_result
 from neuro_san.runtime.usage_report import agent_usage, record_llm_call
@@ -89,11 +90,7 @@ async def bind_tools(ctx: RequestContext, agent: AgentSpec) -> list[ToolBinding]
         schema = tool_parameters_schema(params if isinstance(params, Mapping) else None)
         if is_external_ref(ref) and not schema.get("properties"):
             # A network without declared parameters takes a free-text inquiry.
-            schema = {
-                "type": "object",
-                "properties": {"inquiry": {"type": "string", "description": "What to ask."}},
-                "required": ["inquiry"],
-            }
+            schema = synthesized_inquiry_schema(ref)
         bindings.append(ToolBinding(ToolSpec(tool_function_name(ref), description, schema), ref))
     return bindings
 

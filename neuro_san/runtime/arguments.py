@@ -15,8 +15,11 @@ braces. A ``/name`` network receives them as a JSON block instead.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def convert_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,3 +84,24 @@ def _value_text(value: Any, declared_type: Any = None) -> str:
 def network_input_text(arguments: Mapping[str, Any]) -> str:
     """What a ``/name`` network called as a tool receives: the arguments as a JSON block."""
     return f"```json\n{json.dumps(dict(arguments))}```"
+
+
+_warned_inquiry: set[str] = set()
+
+
+def synthesized_inquiry_schema(ref: str) -> dict[str, Any]:
+    """The parameters offered for an external network whose front man declares none: one
+    required ``inquiry`` string, as neuro-san synthesizes. The operator is warned once per
+    process and network in the log (upstream also puts the warning in the user's stream)."""
+    if ref not in _warned_inquiry:
+        _warned_inquiry.add(ref)
+        log.warning(
+            "the front man of external agent %s declares no parameters; it is offered to the LLM "
+            "with a single required 'inquiry' string parameter",
+            ref,
+        )
+    return {
+        "type": "object",
+        "properties": {"inquiry": {"type": "string", "description": "The request to send to this agent network."}},
+        "required": ["inquiry"],
+    }
