@@ -93,6 +93,15 @@ def test_same_maximal_stream(pair: Pair, case: str) -> None:
     _assert_same(upstream, ours, ordered=case != "parallel_sub_agents")
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_minimal_answer(pair: Pair, case: str) -> None:
+    agent, text, sly_data = CASES[case]
+    upstream = maximal_chat(pair.upstream, agent, text, sly_data, chat_filter="MINIMAL")
+    ours = maximal_chat(pair.ours, agent, text, sly_data, chat_filter="MINIMAL")
+    assert len(upstream) == len(ours) == 1
+    assert normalise(ours[0], upstream=False) == normalise(upstream[0], upstream=True)
+
+
 def test_next_turn_carries_the_same_history(pair: Pair) -> None:
     """chat_context round trip: the second turn's stream and what the LLM is sent."""
     contexts = (

@@ -135,6 +135,10 @@ class ScriptedModel:
         for n, planned in enumerate(self._calls, start=1):
             name = str(planned["tool"])
             if name not in offered:
+                # An external network is offered as __name (/deep/x as __deep__x); the
+                # script may name it as written in the network file.
+                name = "__" + name.lstrip("/").replace("/", "__")
+            if name not in offered:
                 continue
             raw_args = planned.get("args") or {}
             args = {k: _fill(v, values) if isinstance(v, str) else v for k, v in raw_args.items()}

@@ -77,10 +77,15 @@ def _healthy(port: int) -> bool:
 
 
 def maximal_chat(
-    port: int, agent: str, text: str, sly_data: dict[str, Any] | None = None, chat_context: Any = None
+    port: int,
+    agent: str,
+    text: str,
+    sly_data: dict[str, Any] | None = None,
+    chat_context: Any = None,
+    chat_filter: str = "MAXIMAL",
 ) -> list[dict[str, Any]]:
-    """The ``response`` of every line of one MAXIMAL streaming chat over HTTP."""
-    body: dict[str, Any] = {"user_message": {"text": text}, "chat_filter": {"chat_filter_type": "MAXIMAL"}}
+    """The ``response`` of every line of one streaming chat over HTTP (MAXIMAL unless told)."""
+    body: dict[str, Any] = {"user_message": {"text": text}, "chat_filter": {"chat_filter_type": chat_filter}}
     if sly_data is not None:
         body["sly_data"] = sly_data
     if chat_context is not None:
