@@ -20,7 +20,7 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLlmServer
 from tests.support.fake_thread import FakeInThread
-from tests.support.parity import PARITY, by_origin, maximal_chat, normalise, upstream_server
+from tests.support.parity import PARITY, by_origin, is_upstream_only, maximal_chat, normalise, upstream_server
 from tests.support.parity_llm import planned_reply
 from tests.support.servers import start_server
 
@@ -57,6 +57,7 @@ CASES = {
     "nested_sub_agents": ("parity_nested", "go deep", None),
     "progress_and_sly_data": ("parity_progress", "run the job", {"customer": "ann", "other": 1}),
     "external_network": ("parity_external", "call over there", None),
+    "external_network_with_tools_and_sly_data": ("parity_relay", "relay it", None),
 }
 
 
@@ -65,7 +66,8 @@ def _both(pair: Pair, agent: str, text: str, sly_data: Any = None, chat_context:
 ]:
     upstream = maximal_chat(pair.upstream, agent, text, sly_data, chat_context and chat_context[0])
     ours = maximal_chat(pair.ours, agent, text, sly_data, chat_context and chat_context[1])
-    return [normalise(m, upstream=True) for m in upstream], [normalise(m, upstream=False) for m in ours]
+    kept = [normalise(m, upstream=True) for m in upstream if not is_upstream_only(m)]
+    return kept, [normalise(m, upstream=False) for m in ours]
 
 
 def _assert_same(upstream: list[dict[str, Any]], ours: list[dict[str, Any]], ordered: bool = True) -> None:

@@ -12,7 +12,9 @@ What is normalised, and why:
 - model names under ``models``: upstream names the model by its dated release
   (``gpt-4o-2024-08-06``), we by the name the provider answered with.
 - the deviations in docs/compatibility.md: ``__name`` → ``/name`` in the Invoking
-  message of an external call; braces doubled in upstream's chat_context are undoubled.
+  message of an external call; braces doubled in upstream's chat_context are undoubled;
+  upstream's forwarded ``tool_result_origin`` is re-rooted as ours is; upstream's
+  "declares no parameters" AGENT message is dropped (we log it).
 """
 
 from __future__ import annotations
@@ -116,12 +118,28 @@ def normalise(message: dict[str, Any], upstream: bool) -> dict[str, Any]:
         if upstream and isinstance(name, str) and name.startswith("__"):
             structure["invoked_agent_name"] = "/" + name[2:].replace("__", "/")
             message["text"] = message["text"].replace(f"`{name}`", f"`{structure['invoked_agent_name']}`")
+    if upstream:
+        _reroot_tool_result_origin(message)
     context = message.get("chat_context")
     if upstream and isinstance(context, dict):
         for history in context.get("chat_histories", []):
             for item in history.get("messages", []):
                 item["text"] = item.get("text", "").replace("{{", "{").replace("}}", "}")
     return message
+
+
+def _reroot_tool_result_origin(message: dict[str, Any]) -> None:
+    """Upstream re-roots a forwarded message's origin under the external node but not its
+    tool_result_origin; we re-root both (docs/compatibility.md)."""
+    origin, result_origin = message.get("origin") or [], message.get("tool_result_origin") or []
+    if result_origin and origin and result_origin[0] != origin[0] and result_origin[0] in origin:
+        message["tool_result_origin"] = origin[: origin.index(result_origin[0])] + result_origin
+
+
+def is_upstream_only(message: dict[str, Any]) -> bool:
+    """Upstream's once-per-process "declares no parameters" AGENT message, which we log
+    instead (docs/compatibility.md)."""
+    return message.get("type") == "AGENT" and str(message.get("text", "")).startswith("The front-man of external agent")
 
 
 def _normalise_counts(structure: dict[str, Any]) -> dict[str, Any]:
