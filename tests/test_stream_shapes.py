@@ -161,3 +161,14 @@ def test_connectivity_entries_always_carry_tools(rig: Rig) -> None:
     reply = call(rig.port, "GET", "/api/v1/parity_nested/connectivity")
     entries = {e["origin"]: e["tools"] for e in reply.json()["connectivity_info"]}
     assert entries == {"top": ["middle"], "middle": ["bottom"], "bottom": []}
+
+
+def test_a_forwarded_tool_result_is_re_rooted_and_sly_data_crosses_as_allowed(rig: Rig) -> None:
+    messages, requests = rig.chat("parity_relay", "relay it")
+    offered = requests[0].body["tools"][0]["function"]
+    assert offered["name"] == "__parity_coded" and offered["parameters"]["required"] == ["inquiry"]
+    assert not [m for m in messages if m["text"].startswith("The front-man of external agent")], "a log line only"
+    inner = "relay#1./parity_coded#1.calc_front#1"
+    [forwarded] = _at(messages, inner, "AGENT_TOOL_RESULT")
+    assert origin_of({"origin": forwarded["tool_result_origin"]}) == inner + ".adder#1"
+    assert messages[-1]["sly_data"] == {"total": 5}
