@@ -26,6 +26,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 
 from gateway.errors import GatewayError, bad_request
+from gateway.present_fields import add_present_fields, presence_plan
 
 _STRUCT_TYPES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
@@ -188,6 +189,7 @@ class MessageCodec:
         descriptor = message_class.DESCRIPTOR
         self._out_plan = _struct_plan(descriptor, {})
         self._in_plan = _input_plan(descriptor, {})
+        self._present = presence_plan(descriptor)
 
     # ---- out -----------------------------------------------------------------------
     def to_dict(self, message: Message) -> dict[str, Any]:
@@ -196,6 +198,8 @@ class MessageCodec:
         )
         if self._out_plan:
             _apply_plan(data, self._out_plan)
+        if self._present:
+            add_present_fields(data, self._present)
         return data
 
     def to_json(self, message: Message) -> bytes:

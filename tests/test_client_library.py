@@ -152,7 +152,9 @@ def test_one_shot_chat(url: str) -> None:
     assert answer.text == "The answer is 1024."
     assert answer.sly_data == {"equals": 1024}  # only the allowed key, as an int
     assert answer.chat_context is not None
-    assert [m.text for m in answer.chat_context.chat_histories[0].messages] == ["2 ** 10", "The answer is 1024."]
+    # As neuro-san, the history keeps the tool's output before the answer.
+    history = answer.chat_context.chat_histories[0].messages
+    assert [m.text for m in history] == ["2 ** 10", "1024", "The answer is 1024."]
 
 
 def test_maximal_streaming_yields_each_message_with_its_origin(url: str) -> None:

@@ -95,7 +95,7 @@ def test_minimal_stream_is_one_framework_line(port: int) -> None:
     assert message["type"] == "AGENT_FRAMEWORK"
     assert "hello there" in message["text"]
     history = message["chat_context"]["chat_histories"][0]
-    assert [m["type"] for m in history["messages"]] == ["HUMAN", "AI"]
+    assert [m["type"] for m in history["messages"]] == ["HUMAN", "AI", "AI"]  # the tool's output is kept
     assert history["origin"] == [{"tool": "announcer", "instantiation_index": 1}]
 
 
@@ -302,7 +302,11 @@ def test_docs(port: int) -> None:
 def test_health(port: int, path: str) -> None:
     reply = call(port, "GET", path)
     assert reply.status == 200
-    assert reply.json() == {"status": "SERVING", "service": ""}
+    body = reply.json()
+    # neuro-san 0.7.15's body, plus the gRPC health status it was derived from.
+    assert body["service"] == "neuro-san.Agent" and body["status"] == "ok"
+    assert body["versions"]["neuro-san"] == "0.7.15" and body["versions"]["neuro-san-grpc"]
+    assert body["serving_status"] == "SERVING"
 
 
 def test_health_of_an_unknown_service_is_404(port: int) -> None:

@@ -62,7 +62,13 @@ def test_minimal_chat_is_one_framework_message(channel: grpc.Channel, qualified:
     history = message.chat_context.chat_histories
     assert len(history) == 1
     assert [(o.tool, o.instantiation_index) for o in history[0].origin] == [("announcer", 1)]
-    assert [(m.type, m.text) for m in history[0].messages] == [(HUMAN, "hello there"), (AI, message.text)]
+    # As neuro-san, the front man's history keeps the tool's output before its answer.
+    tool_output = message.text.removeprefix("Announcement: ")
+    assert [(m.type, m.text) for m in history[0].messages] == [
+        (HUMAN, "hello there"),
+        (AI, tool_output),
+        (AI, message.text),
+    ]
 
 
 def test_maximal_chat_streams_ordered_messages_with_origins(channel: grpc.Channel) -> None:

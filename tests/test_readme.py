@@ -278,8 +278,9 @@ def test_readme_network_and_coded_tool_serve_a_chat(written: Path) -> None:
     the README's ``:``-joined manifests would) and that link is checked too.
     """
     # gpt-4o becomes the scripted model, told to call both tools the front man lists
-    # (/math_guy is offered to the model as math_guy). The override reaches math_guy's own
-    # agent too, whose input is a sentence, hence the literal expression, not {input}.
+    # (/math_guy is offered to the model as __math_guy; the script may name it math_guy).
+    # The override reaches math_guy's own agent too, whose input is the arguments as a
+    # JSON block, hence the literal expression, not {input}.
     calls = [{"tool": name, "args": {"expression": "6 * 7"}} for name in ("calculator", "math_guy")]
     override = {"class": "scripted", "calls": calls}
     env = {"AGENT_LLM_OVERRIDE": json.dumps(override), "AGENT_TOOL_PATH": str(written / "coded_tools")}

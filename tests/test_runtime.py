@@ -203,7 +203,7 @@ def test_external_agent_in_process_and_allow_rules(tmp_path: Path) -> None:
     async def body(fake: FakeLlmServer) -> None:
         host, factory = make_host(_external_pair(fake.llm_config()), _tools(tmp_path, "inner"))
         fake.enqueue(
-            Reply.calls(FakeToolCall("inner", {"word": "kiwi"})),
+            Reply.calls(FakeToolCall("__inner", {"word": "kiwi"})),  # neuro-san's name for /inner
             Reply.calls(FakeToolCall("counter", {"word": "kiwi"})),
             Reply.answer("kiwi has 4"),
             Reply.answer("inner says kiwi has 4"),
@@ -217,7 +217,7 @@ def test_external_agent_in_process_and_allow_rules(tmp_path: Path) -> None:
         # "counted" back, to_upstream lets "counted" out to the client.
         assert final.sly_data == {"counted": 4}
         forwarded = {o for _, o in steps(messages)}
-        assert "outer./inner.counter" in forwarded, "the inner network's messages are forwarded under the caller"
+        assert "outer./inner.inner.counter" in forwarded, "the inner network's messages are forwarded under the caller"
 
     run_with_fake_llm(body)
 

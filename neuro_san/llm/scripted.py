@@ -21,6 +21,7 @@ Token usage is counted in whitespace-separated words, so accounting is reproduci
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,11 +42,21 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 
 
 _ARGUMENT_SENTENCE = re.compile(r"The (\w+) is '(.*?)'\.(?=\s|$)", re.S)
+_JSON_BLOCK = re.compile(r"```json\n(.*)```", re.S)
 
 
 def called_arguments(text: str) -> dict[str, str]:
     """The arguments a calling agent put in a sub-agent's input, in neuro-san's
-    ``The <name> is '<value>'.`` sentences."""
+    ``The <name> is '<value>'.`` sentences, or in the JSON block a ``/name`` network
+    called as a tool receives."""
+    block = _JSON_BLOCK.fullmatch(text.strip())
+    if block is not None:
+        try:
+            given = json.loads(block.group(1))
+        except json.JSONDecodeError:
+            given = None
+        if isinstance(given, dict):
+            return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in given.items()}
     return dict(_ARGUMENT_SENTENCE.findall(text))
 
 
@@ -123,6 +134,10 @@ class ScriptedModel:
         calls = []
         for n, planned in enumerate(self._calls, start=1):
             name = str(planned["tool"])
+            if name not in offered:
+                # An external network is offered as __name (/deep/x as __deep__x); the
+                # script may name it as written in the network file.
+                name = "__" + name.lstrip("/").replace("/", "__")
             if name not in offered:
                 continue
             raw_args = planned.get("args") or {}

@@ -14,11 +14,13 @@ import time
 
 from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
-from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec, Usage
+from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec
 from neuro_san.middleware.chain import middleware_chain
 from neuro_san.network.spec import AgentSpec
-from neuro_san.runtime.context import RequestContext, usage_structure
+from neuro_san.runtime.context import RequestContext
 from neuro_san.runtime.tools import run_tool_calls
+from neuro_san.runtime.transcript import note_tool_result
+from neuro_san.runtime.usage_report import add_caveat, agent_usage, record_llm_call
 
 log = logging.getLogger(__name__)
 #: Appended to an answer the model's output token limit cut off, so nobody takes it whole.
@@ -35,7 +37,12 @@ async def run_llm_agent(
 ) -> str:
     """Run one invocation of an LLM agent and return its answer."""
     with ctx.telemetry.span(f"agent {agent.name}", {"neuro_san.origin": origin_str(origin)}):
-        return await _run_llm_agent(ctx, agent, origin, user_text, history, announce_instructions)
+        with agent_usage(len(origin)) as usage_scope:
+            answer = await _run_llm_agent(ctx, agent, origin, user_text, history, announce_instructions)
+        report = usage_scope.report()
+        if report is not None:
+            ctx.emit(MessageType.AGENT, origin, structure=report)
+        return answer
 
 
 async def _run_llm_agent(
@@ -46,7 +53,6 @@ async def _run_llm_agent(
     history: list[LlmMessage] | None,
     announce_instructions: bool,
 ) -> str:
-    started = time.monotonic()
     model = ctx.models.create(agent.llm_config, ctx.llm_keys)
     model_key = f"{model.provider}:{model.model_name}"
     tools = await ctx.tools.tool_set(ctx, agent, origin)
@@ -61,8 +67,6 @@ async def _run_llm_agent(
     messages.append(LlmMessage(role="user", content=user_text))
     ctx.emit(MessageType.HUMAN, origin, user_text)
 
-    usage = Usage()
-    requests = 0
     truncated = False
     limit = agent.max_iterations or ctx.network.max_iterations
     middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
@@ -72,12 +76,12 @@ async def _run_llm_agent(
             if stopped is not None:
                 answer = stopped
                 break
+        call_started = time.monotonic()
         response = await _ask_model(ctx, model, messages, middleware.tools if middleware else specs)
         if middleware is not None:
             response = await middleware.after_model(messages, response)
-        usage = usage + response.usage
-        requests += 1
         ctx.record_usage(model_key, response.usage)
+        record_llm_call(model.provider, model.model_name, response, time.monotonic() - call_started)
         if not response.tool_calls:
             answer = response.text
             truncated = response.truncated
@@ -91,18 +95,19 @@ async def _run_llm_agent(
         results = await run_tool_calls(ctx, agent, origin, offered, response.tool_calls)
         for call, result in zip(response.tool_calls, results, strict=True):
             messages.append(LlmMessage(role="tool", content=result, tool_call_id=call.id, name=call.name))
+            note_tool_result(origin, result)
     else:
         raise LimitExceeded(
             f"agent {agent.name!r} used all {limit} iterations (max_iterations) without answering"
         )
 
-    accounting = usage_structure(usage, requests, time.monotonic() - started)
     if truncated:
         log.warning("agent %r: model %s stopped at its output token limit; answer cut off", agent.name, model_key)
         answer = f"{answer}\n\n{TRUNCATION_CAVEAT}" if answer else TRUNCATION_CAVEAT
-        accounting["caveats"] = ["truncated: the answer was cut off at the model's output token limit"]
+        # In this agent's token accounting and in every report above it (their answers
+        # were built on the cut-off one), the request totals included.
+        add_caveat("truncated: the answer was cut off at the model's output token limit")
     ctx.emit(MessageType.AI, origin, answer)
-    ctx.emit(MessageType.AGENT, origin, structure=accounting)
     return answer
 
 

@@ -24,6 +24,7 @@ from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.context import RequestContext
+from neuro_san.runtime.journal_shapes import coded_tool_result
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ async def run_coded_tool(
     )
     args["progress_reporter"] = _ProgressReporter(ctx, origin)
     error = False
+    result: Any = None
     try:
         tool = cls()
         try:
@@ -145,8 +147,5 @@ async def run_coded_tool(
         log.info("coded tool %s raised %s", agent.name, type(exc).__name__)
         text = f"Error: {exc}"
         error = True
-    structure: dict[str, Any] = {"tool_end": True, "tool_output": text}
-    if error:
-        structure["tool_error"] = True
-    ctx.emit(MessageType.AGENT, origin, "Got result:", structure=structure)
+    ctx.emit(MessageType.AGENT, origin, "Got result:", structure=coded_tool_result(result, text, error))
     return text

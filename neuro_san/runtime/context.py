@@ -99,15 +99,3 @@ class RequestContext:
                     tool_result_origin=tool_result_origin,
                 )
             )
-
-
-def usage_structure(usage: Usage, requests: int, seconds: float) -> dict[str, Any]:
-    """Token accounting in neuro-san's shape (AGENT messages' ``structure``)."""
-    return {
-        "total_tokens": usage.total_tokens,
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "successful_requests": requests,
-        "total_cost": 0.0,
-        "time_taken_in_seconds": round(seconds, 6),
-    }

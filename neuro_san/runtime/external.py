@@ -7,7 +7,8 @@
 Only the sly_data keys allowed by the caller's ``allow.to_downstream`` go out, and only
 those allowed by ``allow.from_downstream`` come back. The called network's messages
 reach the client only when ``allow.from_downstream.messages`` says so; they are
-re-rooted under the caller's origin. Calls to other servers carry the trace context
+re-rooted under the external node's origin, keeping the called front man (see
+``journal_shapes`` for the node's own messages). Calls to other servers carry the trace context
 (``traceparent``) in their metadata when tracing is on; ``/name`` calls need none, their
 spans simply nest.
 """
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from neuro_san.core.errors import AgentNotFound, ConfigurationError, UpstreamUnavailable
 from neuro_san.core.messages import ChatFilter, ChatMessage, ChatRequest, MessageType, OriginPath
 from neuro_san.network.spec import AgentSpec
-from neuro_san.runtime.tool_interface import build_agent_input
+from neuro_san.runtime.arguments import network_input_text
+from neuro_san.runtime.journal_shapes import got_result, received_arguments
 
 if TYPE_CHECKING:
     from neuro_san.core.host import AgentHost
@@ -84,8 +86,9 @@ class ExternalAgents:
         metadata = dict(ctx.metadata)
         if not ref.startswith("/"):
             ctx.telemetry.inject(metadata)  # trace context (traceparent) for the other server
+        ctx.emit(MessageType.AGENT, origin, "Received arguments:", structure=received_arguments(arguments))
         request = ChatRequest(
-            user_text=build_agent_input(arguments, ""),
+            user_text=network_input_text(arguments),
             sly_data=caller.allow.to_downstream.apply(ctx.sly_data),
             chat_filter=ChatFilter.MAXIMAL if forward else ChatFilter.MINIMAL,
             metadata=metadata,
@@ -97,12 +100,14 @@ class ExternalAgents:
             if message.type is MessageType.AGENT_FRAMEWORK:
                 answer = message
             elif forward:
-                message.origin = (*origin, *message.origin[1:]) if message.origin else origin
+                # Under the external node, the called network's origins keep its front man.
+                message.origin = (*origin, *message.origin)
                 if message.tool_result_origin:
-                    message.tool_result_origin = (*origin, *message.tool_result_origin[1:])
+                    message.tool_result_origin = (*origin, *message.tool_result_origin)
                 ctx.journal.emit(message)
         if answer is None:
             raise UpstreamUnavailable(f"external agent {ref!r} ended without an answer")
         if answer.sly_data:
             ctx.sly_data.update(caller.allow.from_downstream.apply(answer.sly_data))
+        ctx.emit(MessageType.AGENT, origin, "Got result:", structure=got_result(answer.text))
         return answer.text

@@ -7,6 +7,8 @@ cannot plant instructions), and their number and size are bounded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from neuro_san.core.errors import InvalidRequest
 from neuro_san.core.messages import ChatContext, ChatHistory, ChatMessage, MessageType, OriginPath
 from neuro_san.llm.interface import LlmMessage
@@ -50,10 +52,14 @@ def next_context(
     user_text: str,
     answer: str,
     max_messages: int | None,
+    tool_results: Sequence[str] = (),
 ) -> ChatContext:
-    """The chat_context to return: the history plus this turn, text kept exactly."""
+    """The chat_context to return: the history plus this turn, text kept exactly.
+    ``tool_results`` (what the front man's tools returned this turn) are kept as AI
+    messages before the answer, as neuro-san keeps them."""
     messages = [ChatMessage(type=m.type, text=m.text, origin=origin) for m in history]
     messages.append(ChatMessage(type=MessageType.HUMAN, text=user_text, origin=origin))
+    messages.extend(ChatMessage(type=MessageType.AI, text=text, origin=origin) for text in tool_results)
     messages.append(ChatMessage(type=MessageType.AI, text=answer, origin=origin))
     if max_messages is not None and max_messages > 0:
         messages = messages[-max_messages:]

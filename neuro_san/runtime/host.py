@@ -7,7 +7,6 @@ import contextlib
 import inspect
 import logging
 import os
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -21,18 +20,20 @@ from neuro_san.core.messages import (
 )
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.byok import take_llm_keys
-from neuro_san.llm.interface import ModelFactory, Usage
+from neuro_san.llm.interface import ModelFactory
 from neuro_san.middleware.summarization import summarised_context
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
-from neuro_san.runtime.context import Journal, RequestContext, usage_structure
+from neuro_san.runtime.context import Journal, RequestContext
 from neuro_san.runtime.external import ExternalAgents, RemoteFactory
 from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
 from neuro_san.runtime.mcp_tools import McpClients
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.structure import extract_json_object
 from neuro_san.runtime.tool_binding import AgentToolBinder
+from neuro_san.runtime.transcript import front_man_transcript
+from neuro_san.runtime.usage_report import request_usage
 
 _DONE = object()
 log = logging.getLogger(__name__)
@@ -209,27 +210,19 @@ class NetworkHost:
         if self._signer is not None and incoming is not None and incoming.chat_histories:
             incoming = self._signer.verify(incoming)
         prior = restore_history(incoming, front.name)
-        answer = await run_llm_agent(
-            ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior
-        )
-        if ctx.journal.streaming:
-            total = Usage()
-            requests = 0
-            models: dict[str, Any] = {}
-            seconds = time.monotonic() - ctx.started
-            for key, entry in ctx.usage_by_model.items():
-                total = total + entry.usage
-                requests += entry.requests
-                models[key] = usage_structure(entry.usage, entry.requests, seconds)
-            summary = usage_structure(total, requests, seconds)
-            summary["models"] = models
-            ctx.emit(MessageType.AGENT, origin, structure=summary)
+        with request_usage() as usage, front_man_transcript(origin) as transcript:
+            answer = await run_llm_agent(
+                ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior
+            )
+        if not usage.nested:
+            for report in usage.reports():
+                ctx.emit(MessageType.AGENT, origin, structure=report)
         text, structure = answer, None
         if "json" in front.structure_formats:
             structure, text = extract_json_object(answer)
         sly_out = front.allow.to_upstream.apply(ctx.sly_data)
         context = summarised_context(ctx, origin, answer, front.max_message_history) or next_context(
-            prior, origin, request.user_text, answer, front.max_message_history
+            prior, origin, request.user_text, answer, front.max_message_history, transcript.tool_results
         )
         if self._signer is not None:
             context = self._signer.sign(context)

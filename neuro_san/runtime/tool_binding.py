@@ -20,6 +20,7 @@ from neuro_san.llm.interface import ToolSpec
 from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.network.mcp_refs import McpServerRef
 from neuro_san.network.spec import AgentSpec, is_external_ref
+from neuro_san.runtime.arguments import synthesized_inquiry_schema
 from neuro_san.runtime.mcp_tools import McpClients, bind_mcp_server, collision_notice
 from neuro_san.runtime.tool_interface import Tool, ToolSet
 from neuro_san.runtime.tool_kinds import CodedToolTool, ExternalAgentTool, SubAgentTool
@@ -30,23 +31,16 @@ if TYPE_CHECKING:
 
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
-#: A network without declared parameters takes a free-text inquiry.
-_INQUIRY_SCHEMA = {
-    "type": "object",
-    "properties": {"inquiry": {"type": "string", "description": "What to ask."}},
-    "required": ["inquiry"],
-}
-
-
 def tool_function_name(ref: str) -> str:
     """A provider-safe function name for a tool reference.
 
     Local agent names are already safe. External references (``/deep/x``,
-    ``http://host:8080/x``) become their path with ``/`` as ``__`` (``deep__x``)."""
+    ``http://host:8080/x``) become ``__`` + their path with ``/`` as ``__``
+    (``__deep__x``), as neuro-san names them, so they never clash with a local tool."""
     if not is_external_ref(ref):
         return ref
     path = ref.split("://", 1)[1].split("/", 1)[1] if "://" in ref else ref.lstrip("/")
-    return _TOOL_NAME.sub("_", path.replace("/", "__"))[:64] or "external_agent"
+    return ("__" + _TOOL_NAME.sub("_", path.replace("/", "__")))[:64]
 
 
 def _spec(ref: str, function: Mapping[str, object], external: bool) -> ToolSpec:
@@ -54,7 +48,7 @@ def _spec(ref: str, function: Mapping[str, object], external: bool) -> ToolSpec:
     params = function.get("parameters")
     schema = tool_parameters_schema(params if isinstance(params, Mapping) else None)
     if external and not schema.get("properties"):
-        schema = _INQUIRY_SCHEMA
+        schema = synthesized_inquiry_schema(ref)
     return ToolSpec(tool_function_name(ref), description, schema)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from neuro_san.core.messages import OriginPath
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.network.spec import AgentSpec
+from neuro_san.runtime.arguments import agent_input_text
 
 if TYPE_CHECKING:
     from neuro_san.runtime.context import RequestContext
@@ -81,10 +82,6 @@ class ToolBinder(Protocol):
 
 
 def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:
-    """The HUMAN message a called agent gets: one sentence per argument, then its command.
-
-    ``{"input_string": "hello"}`` with command ``Find synonyms.`` gives
-    ``The input_string is 'hello'.\\nFind synonyms.``
-    """
-    sentences = " ".join(f"The {key} is '{value}'." for key, value in arguments.items())
-    return "\n".join(part for part in (sentences, command) if part)
+    """The HUMAN message a called agent gets when its parameters are unknown; see
+    :func:`neuro_san.runtime.arguments.agent_input_text`."""
+    return agent_input_text(arguments, None, command)

@@ -10,13 +10,13 @@ Whatever the kind, the caller journals ``AGENT "Invoking …"`` before and
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping, Sequence
 
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import ToolCall
 from neuro_san.network.spec import AgentSpec
+from neuro_san.runtime.arguments import convert_arguments
 from neuro_san.runtime.context import RequestContext
 from neuro_san.runtime.tool_interface import Tool, build_agent_input
 
@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 
 def describe_call(name: str, arguments: Mapping[str, object]) -> str:
-    return f"Invoking: `{name}` with `{json.dumps(arguments, ensure_ascii=False, default=str)}`"
+    """The "Invoking" AGENT text, as neuro-san 0.7 words it: the arguments are in the
+    message's structure (``params``), not in the text."""
+    return f"Invoking: `{name}` with:"
 
 
 async def call_tool(
@@ -50,6 +52,7 @@ async def call_tool(
         describe_call(binding.ref, arguments),
         structure={"invoking_start": True, "invoked_agent_name": binding.ref, "params": arguments},
     )
+    arguments = convert_arguments(arguments, binding.spec.parameters)
     ref = binding.ref
     if log.isEnabledFor(logging.DEBUG):  # the origin string is built only when it is logged
         origin = origin_str(caller_origin)
