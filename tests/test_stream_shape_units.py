@@ -11,7 +11,6 @@ from neuro_san.api.grpc import agent_pb2
 
 from gateway.marshal import MessageCodec
 from neuro_san.llm.interface import ModelResponse, Usage
-from neuro_san.runtime.agent_loop import describe_call, tool_function_name
 from neuro_san.runtime.arguments import (
     agent_input_text,
     convert_arguments,
@@ -19,6 +18,8 @@ from neuro_san.runtime.arguments import (
     synthesized_inquiry_schema,
 )
 from neuro_san.runtime.journal_shapes import coded_tool_result
+from neuro_san.runtime.tool_binding import tool_function_name
+from neuro_san.runtime.tools import describe_call
 from neuro_san.runtime.usage_report import agent_usage, record_llm_call, request_usage
 
 

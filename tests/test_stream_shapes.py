@@ -84,7 +84,7 @@ def test_usage_reports_count_the_agents_below_and_nest_models(rig: Rig) -> None:
     assert main["successful_requests"] == total["successful_requests"] == len(requests) == 5
     [(provider, by_model)] = total["models"].items()
     [(model, entry)] = by_model.items()
-    assert (provider, model) == ("openai", "gpt-4o") and entry.keys() == MODEL_KEYS
+    assert (provider, model) == ("openai", "gpt-4o-2024-08-06") and entry.keys() == MODEL_KEYS
     assert entry["successful_requests"] == 5 and entry["total_tokens"] == total["total_tokens"]
     assert [m["type"] for m in messages[-3:]] == ["AGENT", "AGENT", "AGENT_FRAMEWORK"]
 

@@ -15,8 +15,8 @@ from neuro_san.core.messages import OriginPath
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.agent_loop import run_llm_agent
+from neuro_san.runtime.arguments import agent_input_text
 from neuro_san.runtime.coded_tools import run_coded_tool
-from neuro_san.runtime.tool_interface import build_agent_input
 
 if TYPE_CHECKING:
     from neuro_san.runtime.context import RequestContext
@@ -39,7 +39,7 @@ class SubAgentTool:
     async def call(
         self, ctx: RequestContext, caller: AgentSpec, origin: OriginPath, arguments: Mapping[str, Any]
     ) -> str:
-        text = build_agent_input(arguments, self.agent.command)
+        text = agent_input_text(arguments, self.agent.function.get("parameters"), self.agent.command)
         return await run_llm_agent(ctx, self.agent, origin, text)
 
 
