@@ -146,6 +146,7 @@ async def _serve(args: argparse.Namespace) -> int:
     gateway = None
     if not args.no_http:
         from gateway import GatewayConfig, start_gateway
+        from mcp_frontend import mcp_frontends
 
         http_port = args.http_port
         if http_port is None:
@@ -165,6 +166,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_key=tls_key,
                     tls_client_ca=tls_client_ca,
                 ),
+                frontends=mcp_frontends(),
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from neuro_san.network.mcp_tools import McpSetting
+
 AgentKind = Literal["llm_agent", "coded_tool"]
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -130,6 +132,8 @@ class NetworkSpec:
     source: str = ""
     #: Listed by Concierge.
     public: bool = True
+    #: The manifest's ``mcp`` setting (served as an MCP tool, and under which name).
+    mcp: McpSetting = McpSetting()
     #: Top-level sly_data_schema merged into the front man's function.
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
