@@ -25,10 +25,13 @@ from mcp_frontend.tools import McpTool
 #: Reports one step of the network's work: (steps so far, what happened).
 ProgressSink = Callable[[int, str], Awaitable[None]]
 
+FILTER_TYPES = frozenset({"UNKNOWN", "MINIMAL", "MAXIMAL"})
 ARGUMENT_KEYS = frozenset({"user_message", "sly_data", "chat_context", "chat_filter"})
 _REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
 _RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
 _PROGRESS_TEXT_LIMIT = 200
+#: The prompt and the user's own text are no news to the client.
+_NOT_PROGRESS = frozenset({"SYSTEM", "HUMAN"})
 
 
 def tool_error(text: str) -> dict[str, Any]:
@@ -49,6 +52,9 @@ def chat_request(arguments: Any, progress: bool) -> agent_pb2.ChatRequest:
     for key in ARGUMENT_KEYS & set(arguments):
         if not isinstance(arguments[key], dict):
             raise ValueError(f"{key} must be an object")
+    chat_filter = arguments.get("chat_filter", {})
+    if set(chat_filter) - {"chat_filter_type"} or chat_filter.get("chat_filter_type", "MINIMAL") not in FILTER_TYPES:
+        raise ValueError(f"chat_filter must be {{\"chat_filter_type\": one of {sorted(FILTER_TYPES)}}}")
     data = dict(arguments)
     if progress:  # the steps to report come only with the MAXIMAL filter
         data["chat_filter"] = {"chat_filter_type": "MAXIMAL"}
@@ -87,7 +93,7 @@ class ToolCaller:
                     texts.append(str(message.get("text", "")))
                     final = message
                     sly_data.update(message.get("sly_data") or {})
-                elif progress is not None:
+                elif progress is not None and message.get("type") not in _NOT_PROGRESS:
                     steps += 1
                     await progress(steps, _step_text(message))
         except grpc.aio.AioRpcError as error:
