@@ -140,8 +140,6 @@ def _rpc_failure(tool: McpTool, error: grpc.aio.AioRpcError) -> dict[str, Any]:
         return tool_error(f"Tool not found: {tool.name}")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return tool_error(f"Timeout for tool {tool.name}: {details}")
-    if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
-        return tool_error(f"Tool {tool.name} is unavailable now, try again later: {details}")
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return tool_error(f"Invalid arguments for tool {tool.name}: {details}")
     if code == grpc.StatusCode.CANCELLED:
