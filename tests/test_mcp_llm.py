@@ -50,6 +50,10 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
             call.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await call
+            # Leave only once the server has answered the cancelled POST: the SDK's
+            # transport fails its teardown if a response lands while it closes.
+            assert await _until(lambda: _settled(fake, before_cancelled))
+            await asyncio.sleep(0.5)
 
     async def by_notification() -> None:
         async with aiohttp.ClientSession(headers={**HEADERS, "Mcp-Session-Id": "s1"}) as session:
