@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread, override_env
-from tests.support.mcp import mcp_client
+from tests.support.mcp import REGISTRIES, mcp_client
 from tests.support.servers import ServerProcess, start_server
 
 HEADERS = {"MCP-Protocol-Version": "2025-06-18", "Accept": "application/json, text/event-stream"}
@@ -116,3 +118,28 @@ def test_after_all_that_a_call_still_works(rig: tuple[FakeLlmServer, ServerProce
 async def _until(predicate: object, within: float = 10.0) -> bool:
     check = predicate if callable(predicate) else (lambda: bool(predicate))
     return await asyncio.to_thread(load.wait_until, check, within)
+
+
+def test_the_network_time_budget_and_the_concurrency_limit_apply(tmp_path: Path) -> None:
+    """neuro-san let /mcp bypass AGENT_MAX_CONCURRENT_REQUESTS; here a call is a chat like any other."""
+    network = (REGISTRIES / "echo.hocon").read_text().rstrip()
+    assert network.endswith("}")
+    (tmp_path / "slow.hocon").write_text(network[:-1] + '    "request_timeout_seconds": 1,\n}\n')
+    (tmp_path / "manifest.hocon").write_text('{"slow.hocon": true}\n')
+    with FakeInThread() as fake:
+        fake.rule = load.fixed_rule(Reply.stall(30.0))
+        env = {**override_env(fake), "AGENT_MAX_CONCURRENT_REQUESTS": "1"}
+        with start_server(manifest=tmp_path / "manifest.hocon", env=env, http=True) as server:
+
+            async def scenario() -> None:
+                async with mcp_client(server, key=None) as client:
+                    started = time.monotonic()
+                    first = asyncio.create_task(client.call_tool("slow", {"user_message": {"text": "hi"}}))
+                    assert await _until(lambda: fake.request_count > 0)
+                    refused = await client.call_tool("slow", {"user_message": {"text": "me too"}})
+                    assert refused.is_error and "Failed to execute tool slow" in refused.content[0].text, refused
+                    result = await first
+                    assert result.is_error and result.content[0].text.startswith("Timeout for tool slow"), result
+                    assert time.monotonic() - started < 10
+
+            asyncio.run(scenario())
