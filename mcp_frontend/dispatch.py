@@ -77,8 +77,8 @@ class Dispatcher:
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
         try:
             return await handler(call)
-        except (JsonRpcError, asyncio.CancelledError):
-            raise
+        except (JsonRpcError, asyncio.CancelledError, ConnectionError):
+            raise  # ConnectionError: the client went away while progress was being written
         except grpc.aio.AioRpcError as error:
             raise _protocol_error(error) from None
         except Exception:

@@ -4,14 +4,19 @@ against a real ``neuro-san serve`` (offline networks, API keys on)."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.support import load
 from tests.support.mcp import ADMIN_KEY, mcp_client, mcp_server
-from tests.support.servers import ServerProcess
+from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
 
 @pytest.fixture(scope="module")
@@ -152,3 +157,36 @@ def _all_messages(error: BaseException) -> str:
     if error.__cause__ is not None:
         parts.append(_all_messages(error.__cause__))
     return " ".join(parts)
+
+
+def test_the_standalone_gateway_serves_mcp_over_replicas_with_one_session() -> None:
+    """Through the gRPC invoker, round-robin over two servers: the session handed out at
+    initialize is good on every replica (nothing is kept per session)."""
+    with start_server() as first, start_server() as second:
+        port = free_port()
+        command = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target",
+                   f"{first.grpc_target},{second.grpc_target}", "--port", str(port)]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        try:
+            gateway = ServerProcess(process, 0, port)  # only its http_base is used
+            assert load.wait_until(lambda: _listening(port), within=20)
+
+            async def scenario() -> None:
+                async with mcp_client(gateway, key=None) as client:
+                    assert {t.name for t in (await client.list_tools()).tools} >= {"math_guy", "echo"}
+                    for _ in range(4):
+                        result = await client.call_tool("math_guy", {"user_message": {"text": "6 * 7"}})
+                        assert result.content[0].text == "The answer is 42."
+
+            asyncio.run(scenario())
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(15) == 0
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
