@@ -16,6 +16,7 @@ ids are those of every REST call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -52,6 +53,9 @@ JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
 #: Unary calls (listing, descriptions) wait at most this long.
 LISTING_TIMEOUT_SECONDS = 30.0
+#: Messages in one batch (2025-03-26): a bigger one is refused, not worked through.
+MAX_BATCH = 64
+_SSE_HEARTBEAT = b": keep-alive\n\n"
 
 
 def mcp_enabled(env: dict[str, str] | None = None) -> bool:
@@ -194,17 +198,34 @@ class McpFrontEnd:
             "Content-Type": SSE_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
         })
         await stream.prepare(request)
+        writing = asyncio.Lock()  # progress events and heartbeats must not interleave
+
+        async def write(chunk: bytes) -> None:
+            async with writing:
+                await stream.write(chunk)
 
         async def progress(steps: int, message: str) -> None:
             params = {"progressToken": token, "progress": steps, "message": message}
-            await stream.write(_event(notification("notifications/progress", params)))
+            await write(_event(notification("notifications/progress", params)))
+
+        async def heartbeat(every: float) -> None:
+            # A comment line, ignored by SSE readers, so that proxies keep a quiet stream open.
+            with contextlib.suppress(ConnectionError):  # the client left: the call ends too
+                while True:
+                    await asyncio.sleep(every)
+                    await write(_SSE_HEARTBEAT)
 
         call.progress = progress
+        every = self._context.config.keepalive_seconds
+        beating = asyncio.ensure_future(heartbeat(every)) if every > 0 else None
         try:
             envelope = result_envelope(request_id, await self._run(call, request_id, session))
         except JsonRpcError as error:
             envelope = error.envelope(request_id)
-        await stream.write(_event(envelope))
+        finally:
+            if beating is not None:
+                beating.cancel()
+        await write(_event(envelope))
         await stream.write_eof()
         return stream
 
@@ -216,6 +237,8 @@ class McpFrontEnd:
             return _json(400, _error(None, INVALID_REQUEST, f"Invalid Request: protocol {version} has no batches"))
         if not body:
             return _json(400, _error(None, INVALID_REQUEST, "Invalid Request: an empty batch"))
+        if len(body) > MAX_BATCH:
+            return _json(400, _error(None, INVALID_REQUEST, f"Invalid Request: more than {MAX_BATCH} messages"))
         answers: list[dict[str, Any]] = []
         for message in body:
             try:

@@ -128,7 +128,8 @@ def test_the_network_time_budget_and_the_concurrency_limit_apply(tmp_path: Path)
     (tmp_path / "manifest.hocon").write_text('{"slow.hocon": true}\n')
     with FakeInThread() as fake:
         fake.rule = load.fixed_rule(Reply.stall(30.0))
-        env = {**override_env(fake), "AGENT_MAX_CONCURRENT_REQUESTS": "1"}
+        env = {**override_env(fake), "AGENT_MAX_CONCURRENT_REQUESTS": "1",
+               "AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS": "0.2"}
         with start_server(manifest=tmp_path / "manifest.hocon", env=env, http=True) as server:
 
             async def scenario() -> None:
@@ -141,5 +142,12 @@ def test_the_network_time_budget_and_the_concurrency_limit_apply(tmp_path: Path)
                     result = await first
                     assert result.is_error and result.content[0].text.startswith("Timeout for tool slow"), result
                     assert time.monotonic() - started < 10
+                # A quiet SSE stream gets keep-alive comments (the gateway's keepalive setting).
+                async with aiohttp.ClientSession(headers=HEADERS) as session:
+                    call = _call("hi", progress=True)
+                    call["params"]["name"] = "slow"  # type: ignore[index]
+                    async with session.post(f"{server.http_base}/mcp", json=call) as reply:
+                        raw = await reply.read()
+                assert b"\n: keep-alive\n" in b"\n" + raw and b"Timeout for tool slow" in raw, raw[-500:]
 
             asyncio.run(scenario())

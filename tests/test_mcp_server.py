@@ -145,7 +145,7 @@ def test_callers_without_a_valid_key_or_from_a_foreign_origin_are_refused(
 def test_a_local_origin_is_accepted(served: ServerProcess) -> None:
     async def scenario() -> None:
         async with mcp_client(served, Origin=f"http://localhost:{served.http_port}") as client:
-            await client.send_ping()
+            assert (await client.list_tools()).tools
 
     asyncio.run(scenario())
 

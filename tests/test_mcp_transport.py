@@ -91,13 +91,14 @@ def test_notifications_and_responses_get_202_and_ids_keep_their_type(served: Ser
         (rpc("ping"), {**AUTH, "MCP-Protocol-Version": "2099-01-01"}, 400, -32022),
         ([rpc("ping")], None, 400, -32600),  # batches ended with 2025-06-18
         ([], {**AUTH, "MCP-Protocol-Version": "2025-03-26"}, 400, -32600),
+        ([rpc("ping")] * 65, {**AUTH, "MCP-Protocol-Version": "2025-03-26"}, 400, -32600),
         (rpc("ping"), {**V0618, "Accept": "text/html"}, 406, -32600),
         (rpc("ping"), {**V0618, "Origin": "http://evil.example"}, 403, -32600),
         (rpc("tools/list"), {"MCP-Protocol-Version": "2025-06-18"}, 401, -32001),
         (rpc("tools/list"), {**V0618, "Authorization": "Bearer nope"}, 401, -32001),
     ],
     ids=["truncated", "empty", "no-jsonrpc", "null-id", "array-params", "unknown-version", "batch-0618",
-         "empty-batch", "accept-html", "foreign-origin", "no-key", "wrong-key"],
+         "empty-batch", "huge-batch", "accept-html", "foreign-origin", "no-key", "wrong-key"],
 )
 def test_bad_requests_get_clear_json_rpc_errors(
     served: ServerProcess, body: Any, headers: dict[str, str] | None, status: int, code: int
