@@ -45,6 +45,7 @@ from mcp_frontend.protocol import (
     result_envelope,
 )
 from mcp_frontend.tools import ToolCatalog
+from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
 
 MCP_PATH = "/mcp"
 SESSION_HEADER = "Mcp-Session-Id"
@@ -56,6 +57,8 @@ LISTING_TIMEOUT_SECONDS = 30.0
 #: Messages in one batch (2025-03-26): a bigger one is refused, not worked through.
 MAX_BATCH = 64
 _SSE_HEARTBEAT = b": keep-alive\n\n"
+#: Metadata only the front-end sets: a caller's ``Grpc-Metadata-agent-name`` is dropped.
+_OURS = frozenset({"agent-name", MCP_LISTING_METADATA_KEY})
 
 
 def mcp_enabled(env: dict[str, str] | None = None) -> bool:
@@ -133,7 +136,8 @@ class McpFrontEnd:
             return _json(400, _error(None, PARSE_ERROR, "Parse error: the body is not valid JSON"))
         # Cancellations are matched within one session and one caller.
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
-        metadata = self._context.headers.to_metadata(request.headers)
+        # The front-end names the network itself (as the REST routes' own variables win).
+        metadata = [item for item in self._context.headers.to_metadata(request.headers) if item[0] not in _OURS]
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)
         try:

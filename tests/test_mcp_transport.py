@@ -126,6 +126,12 @@ def test_batches_follow_json_rpc_under_2025_03_26(served: ServerProcess) -> None
     assert (status, body) == (202, b"")
 
 
+def test_a_caller_cannot_redirect_a_call_with_its_own_agent_name_metadata(served: ServerProcess) -> None:
+    call = rpc("tools/call", {"name": "math_guy", "arguments": {"user_message": {"text": "6 * 7"}}})
+    status, _, body = send(served, call, {**V0618, "Grpc-Metadata-agent-name": "hello_world"})
+    assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "The answer is 42."
+
+
 def test_get_opens_no_stream_and_delete_ends_any_session(served: ServerProcess) -> None:
     status, headers, _ = send(served, None, V0618, method="GET")
     assert status == 405 and headers["allow"] == "POST, DELETE"
