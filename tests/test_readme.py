@@ -104,6 +104,8 @@ def expectations(command: str) -> list[str]:
         return ["announcer", "synonymizer"]
     if command.startswith("grpcurl") and command.endswith(" list"):
         return [AGENT_SERVICE]
+    if "/mcp" in command and "tools/list" in command:
+        return ['"name":"math_guy"', '"inputSchema":{"type":"object"']
     if command.endswith("/api/v1/list") or command.startswith("neuro-san list"):
         return ["hello_world", "math_guy", "echo"]
     raise AssertionError(f"no expectation for the README command {command!r}: add one to this test")
@@ -177,8 +179,9 @@ def serve_help() -> str:
 
 @functools.cache
 def server_code() -> str:
-    """The server's code (neuro_san/ and gateway/), all in one string."""
-    paths = [path for package in ("neuro_san", "gateway") for path in sorted((ROOT / package).rglob("*.py"))]
+    """The server's code (neuro_san/, gateway/ and mcp_frontend/), all in one string."""
+    packages = ("neuro_san", "gateway", "mcp_frontend")
+    paths = [path for package in packages for path in sorted((ROOT / package).rglob("*.py"))]
     return "\n".join(path.read_text(errors="replace") for path in paths)
 
 

@@ -167,6 +167,7 @@ async def _serve(args: argparse.Namespace) -> int:
     if not args.no_http:
         from gateway import GatewayConfig, start_gateway
         from gateway.inprocess import InProcessInvoker
+        from mcp_frontend import mcp_frontends
 
         if in_process:  # the gateway calls the service layer directly, no gRPC hop
             local = InProcessInvoker(server.handlers.generic, server.health, config.max_message_bytes)
@@ -190,6 +191,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
+                frontends=mcp_frontends(),
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

@@ -143,3 +143,5 @@ class AgentInfo:
     tags: tuple[str, ...]
     #: False for networks served but not listed (manifest ``public: false``).
     public: bool = True
+    #: Its MCP tool name when the manifest makes it an MCP tool, else None.
+    mcp_tool: str | None = None

@@ -1,10 +1,10 @@
 """Manifests: which network files a server serves, and under which agent names.
 
 A manifest (HOCON, YAML or JSON) maps paths relative to its own folder to ``true``,
-``false`` or ``{serve: bool, public: bool}``. Of upstream's other keys, a true
-``periodic`` is refused (cron interactions are not implemented) and ``mcp`` is ignored.
-The agent name is the path without its extension, sub-folders included:
-``deep/math_guy.hocon`` serves ``deep/math_guy``.
+``false`` or ``{serve: bool, public: bool, mcp: ...}`` (``mcp``: see
+:mod:`neuro_san.network.mcp_tools`). Of upstream's other keys, a true ``periodic`` is
+refused (cron interactions are not implemented). The agent name is the path without its
+extension, sub-folders included: ``deep/math_guy.hocon`` serves ``deep/math_guy``.
 
 ``AGENT_MANIFEST_FILE`` may name several manifests joined with ``:``; a later manifest's
 entry replaces an earlier one of the same name.
@@ -23,6 +23,7 @@ from typing import Any
 
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
+from neuro_san.network.mcp_tools import McpSetting, parse_mcp_setting
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ class ManifestEntry:
     public: bool
     #: The manifest that listed it.
     manifest: Path
+    #: Served as an MCP tool (``mcp`` key; ``true`` entries are).
+    mcp: McpSetting = McpSetting()
 
 
 @dataclass(slots=True)
@@ -150,7 +153,17 @@ def _entry(key: str, value: Any, manifest_path: Path) -> ManifestEntry:
         serve=serve,
         public=public,
         manifest=manifest_path,
+        mcp=_mcp_setting(key, value, file),
     )
+
+
+def _mcp_setting(key: str, value: Any, file: str) -> McpSetting:
+    if isinstance(value, bool):
+        return McpSetting(enabled=value)
+    try:
+        return parse_mcp_setting(value.get("mcp"))
+    except ValueError as error:
+        raise NetworkLoadError(file, f"{key}.mcp", str(error)) from None
 
 
 def _options(key: str, value: Any, file: str) -> tuple[bool, bool]:
@@ -170,6 +183,6 @@ def _options(key: str, value: Any, file: str) -> tuple[bool, bool]:
         # Cron-driven interactions (neuro-san's PeriodicEventInitiator) are not implemented.
         raise NetworkLoadError(file, f"{key}.periodic", "periodic (cron) interactions are not supported by this server")
     for option in value:
-        if option not in ("serve", "public"):
+        if option not in ("serve", "public", "mcp"):
             logger.debug("%s: %s.%s is not used by this server; ignored", file, key, option)
     return flags["serve"], flags["serve"] and flags["public"]

@@ -182,11 +182,11 @@ class NetworkRegistry:
                 return previous
             if previous.entry.path == entry.path and previous.error is None:
                 # Only the manifest's flags changed: no need to read the file again.
-                spec = replace(previous.spec, public=entry.public) if previous.spec else None
+                spec = replace(previous.spec, public=entry.public, mcp=entry.mcp) if previous.spec else None
                 return _Loaded(entry, fingerprint, spec, None)
         last_good = previous.spec if previous and previous.entry.path == entry.path else None
         try:
-            spec = load_network(entry.path, entry.name, public=entry.public)
+            spec = replace(load_network(entry.path, entry.name, public=entry.public), mcp=entry.mcp)
         except NetworkLoadError as error:
             return _Loaded(entry, fingerprint, last_good, error)
         return _Loaded(entry, fingerprint, spec, None)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from neuro_san.middleware.config import MiddlewareConfig
 
 from neuro_san.network.mcp_refs import McpServerRef
+from neuro_san.network.mcp_tools import McpSetting
 
 AgentKind = Literal["llm_agent", "coded_tool"]
 
@@ -139,6 +140,8 @@ class NetworkSpec:
     source: str = ""
     #: Listed by Concierge.
     public: bool = True
+    #: The manifest's ``mcp`` setting (served as an MCP tool, and under which name).
+    mcp: McpSetting = McpSetting()
     #: Top-level sly_data_schema merged into the front man's function.
     extra: Mapping[str, Any] = field(default_factory=_empty)
 

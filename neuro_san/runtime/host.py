@@ -22,6 +22,7 @@ from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.byok import take_llm_keys
 from neuro_san.llm.interface import ModelFactory
 from neuro_san.middleware.summarization import summarised_context
+from neuro_san.network.mcp_tools import tool_names
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
@@ -64,6 +65,7 @@ class NetworkHost:
         self._keepalive = keepalive_seconds
         self._signer = signer
         self._telemetry = telemetry
+        self._mcp_tools_cache: tuple[Mapping[str, NetworkSpec], dict[str, str]] | None = None
 
     async def aclose(self) -> None:
         """Close what requests share beyond the host's life (MCP sessions)."""
@@ -107,7 +109,9 @@ class NetworkHost:
 
     def list_agents(self, include_private: bool = False) -> list[AgentInfo]:
         infos = []
-        for name, network in sorted(self._source.networks().items()):
+        networks = self._source.networks()
+        mcp_tools = self._mcp_tool_names(networks)
+        for name, network in sorted(networks.items()):
             if not network.public and not include_private:
                 continue
             meta = network.metadata or {}
@@ -118,9 +122,20 @@ class NetworkHost:
                     description=str(meta.get("description", "")),
                     tags=tuple(str(t) for t in tags) if isinstance(tags, (list, tuple)) else (),
                     public=network.public,
+                    mcp_tool=mcp_tools.get(name),
                 )
             )
         return infos
+
+    def _mcp_tool_names(self, networks: Mapping[str, NetworkSpec]) -> dict[str, str]:
+        # Resolved once per set of networks (a reload publishes a new mapping), so a name
+        # collision is logged once, not on every listing.
+        cached = self._mcp_tools_cache
+        if cached is None or cached[0] is not networks:
+            names = tool_names((name, network.mcp) for name, network in networks.items())
+            cached = (networks, names)
+            self._mcp_tools_cache = cached
+        return cached[1]
 
     async def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
         """See ``AgentHost.chat``."""

@@ -7,6 +7,7 @@ import grpc
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy, credentials_from_metadata
 from neuro_san.core.host import AgentHost
+from neuro_san.core.mcp_listing import mcp_listing, wants_mcp_listing
 from neuro_san.service import convert
 from neuro_san.service.errors import abort_with
 
@@ -20,12 +21,15 @@ class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):
         self, request: concierge_pb2.ConciergeRequest, context: grpc.aio.ServicerContext
     ) -> concierge_pb2.ConciergeResponse:
         try:
+            metadata = context.invocation_metadata() or ()
             if not self._access.enabled:
-                return convert.agents_to_proto(self._host.list_agents())
-            principal = self._access.authenticate(credentials_from_metadata(context.invocation_metadata() or ()))
-            visible = [
-                a for a in self._host.list_agents(include_private=True) if principal.may_call(a.agent_name, a.public)
-            ]
+                visible = self._host.list_agents()
+            else:
+                principal = self._access.authenticate(credentials_from_metadata(metadata))
+                everything = self._host.list_agents(include_private=True)
+                visible = [a for a in everything if principal.may_call(a.agent_name, a.public)]
+            if wants_mcp_listing(metadata):
+                visible = mcp_listing(visible)
             return convert.agents_to_proto(visible)
         except Exception as error:
             await abort_with(context, error)
