@@ -14,6 +14,6 @@ GENERATED = {
 }
 
 setup(
-    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*"]) + list(GENERATED),
+    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "a2a_frontend", "a2a_frontend.*"]) + list(GENERATED),
     package_dir=GENERATED,
 )

@@ -145,6 +145,7 @@ async def _serve(args: argparse.Namespace) -> int:
         log.info("Prometheus metrics on %s:%d/metrics", config.host, metrics_port)
     gateway = None
     if not args.no_http:
+        from a2a_frontend import make_a2a_frontend
         from gateway import GatewayConfig, start_gateway
 
         http_port = args.http_port
@@ -165,6 +166,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_key=tls_key,
                     tls_client_ca=tls_client_ca,
                 ),
+                frontends=[make_a2a_frontend],
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

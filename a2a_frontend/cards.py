@@ -1,0 +1,94 @@
+"""Agent Cards: what each public network looks like to an A2A client.
+
+A network's card comes from its Function (description) and the concierge listing
+(tags); its one interface is the JSON-RPC binding at ``<base>/a2a/<agent>``. The
+server-wide card at ``/.well-known/agent-card.json`` is a directory: one skill per
+public network, and each network's interface (with the network's name as ``tenant``)
+— clients talk to a network through its own card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+)
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
+
+from neuro_san import __version__
+
+TEXT_MODES = ["text/plain", "application/json"]
+SERVER_NAME = "neuro-san"
+
+
+def agent_url(base: str, agent: str) -> str:
+    return f"{base}/a2a/{agent}"
+
+
+def _interface(base: str, agent: str, tenant: str = "") -> AgentInterface:
+    return AgentInterface(
+        url=agent_url(base, agent),
+        protocol_binding=TransportProtocol.JSONRPC.value,
+        protocol_version=PROTOCOL_VERSION_CURRENT,
+        tenant=tenant,
+    )
+
+
+def _secure(card: AgentCard) -> None:
+    """API keys are on: say how to send one (either header works, as on every route)."""
+    card.security_schemes["bearer"].CopyFrom(SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer", description="an API key")
+    ))
+    card.security_schemes["apiKey"].CopyFrom(SecurityScheme(
+        api_key_security_scheme=APIKeySecurityScheme(location="header", name="x-api-key")
+    ))
+    for scheme in ("bearer", "apiKey"):  # either one is enough
+        requirement = SecurityRequirement()
+        requirement.schemes[scheme].SetInParent()
+        card.security_requirements.append(requirement)
+
+
+def network_card(base: str, agent: str, description: str, tags: Iterable[str], secured: bool) -> AgentCard:
+    card = AgentCard(
+        name=agent,
+        description=description or f"the {agent} agent network",
+        version=__version__,
+        provider=AgentProvider(organization=SERVER_NAME, url=base),
+        supported_interfaces=[_interface(base, agent)],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=TEXT_MODES,
+        default_output_modes=TEXT_MODES,
+        skills=[AgentSkill(id=agent, name=agent, description=description or agent, tags=list(tags))],
+    )
+    if secured:
+        _secure(card)
+    return card
+
+
+def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], secured: bool) -> AgentCard:
+    listed = list(agents)
+    card = AgentCard(
+        name=SERVER_NAME,
+        description="neuro-san agent networks; each skill is a network with its own card at "
+        f"{base}/a2a/<network>/.well-known/agent-card.json",
+        version=__version__,
+        provider=AgentProvider(organization=SERVER_NAME, url=base),
+        supported_interfaces=[_interface(base, name, tenant=name) for name, _, _ in listed],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=TEXT_MODES,
+        default_output_modes=TEXT_MODES,
+        skills=[AgentSkill(id=name, name=name, description=description or name, tags=tags)
+                for name, description, tags in listed],
+    )
+    if secured:
+        _secure(card)
+    return card
