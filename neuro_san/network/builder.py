@@ -15,6 +15,8 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from neuro_san.core.errors import ConfigurationError
+from neuro_san.network.a2a_refs import a2a_url, is_a2a_ref, ref_from_dict
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
@@ -161,10 +163,20 @@ def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> 
             raise check.fail(key_path, f"must be a list of agent names, not {type_name(tools)}")
         for position, tool in enumerate(tools):
             tool_path = f"{key_path}[{position}]"
+            if isinstance(tool, dict) and "a2a" in tool:  # an A2A agent with extra headers
+                try:
+                    tools[position] = tool = ref_from_dict(tool, tool_path)
+                except ConfigurationError as error:
+                    raise check.fail(tool_path, str(error)) from None
             if isinstance(tool, dict):
                 raise check.fail(tool_path, "MCP server tools are not supported")
             if not isinstance(tool, str) or not tool:
                 raise check.fail(tool_path, f"must be an agent name, not {tool!r}")
+            if is_a2a_ref(tool):
+                try:
+                    a2a_url(tool)
+                except ConfigurationError as error:
+                    raise check.fail(tool_path, str(error)) from None
             if is_external_ref(tool):
                 continue
             if tool not in known:

@@ -40,6 +40,7 @@ def tool_function_name(ref: str) -> str:
     ``http://host:8080/x``) become their path with ``/`` as ``__`` (``deep__x``)."""
     if not is_external_ref(ref):
         return ref
+    ref = ref.split("#", 1)[0]  # an A2A reference's header-set label is not part of the name
     path = ref.split("://", 1)[1].split("/", 1)[1] if "://" in ref else ref.lstrip("/")
     return _TOOL_NAME.sub("_", path.replace("/", "__"))[:64] or "external_agent"
 

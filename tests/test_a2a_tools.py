@@ -1,0 +1,114 @@
+"""A2A agents as tools of our networks: a peer made with the a2a-sdk (not our code),
+and another of our servers reached over A2A."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from neuro_san.network.builder import build_network
+from neuro_san.network.errors import NetworkLoadError
+from tests.a2a_support import a2a_client, a2a_peer, final_text, send, user_message, write_network
+from tests.fakes.fake_llm import tool_then_answer_rule
+from tests.support.fake_thread import FakeInThread
+from tests.support.servers import start_server
+
+
+def _asker(tool: Any) -> dict[str, Any]:
+    return {
+        "tools": [
+            {
+                "name": "asker",
+                "function": {"description": "Asks the oracle."},
+                "instructions": "Ask the oracle, then repeat its answer.",
+                "tools": [tool],
+            },
+        ],
+    }
+
+
+def _ask_over_a2a(base: str, agent: str, text: str) -> str:
+    async def scenario() -> str:
+        async with a2a_client(f"{base}/a2a/{agent}", streaming=False) as client:
+            return final_text(await send(client, user_message(text)))
+
+    return asyncio.run(scenario())
+
+
+def test_a_network_calls_an_a2a_sdk_agent_and_uses_its_answer(tmp_path: Path) -> None:
+    with a2a_peer(key="peer-secret") as peer, FakeInThread(rule=tool_then_answer_rule(
+            "oracle", {"inquiry": "what is the number?"})) as fake:
+        write_network(tmp_path, "asker", _asker({"a2a": peer, "headers": {"Authorization": "Bearer ${PEER_KEY}"}}))
+        write_network(tmp_path, "keyless", _asker(f"a2a+{peer}"))
+        env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config()), "PEER_KEY": "peer-secret"}
+        with start_server(tmp_path / "manifest.hocon", env=env, http=True) as server:
+            answer = _ask_over_a2a(server.http_base, "asker", "ask the oracle")
+            oracle = "oracle says 1234 to: The inquiry is 'what is the number?'."
+            assert answer == oracle
+            assert oracle in [r.last_input_text() for r in fake.requests]  # the tool result reached the LLM
+            # The LLM saw the peer's card as the tool's description, with a free-text inquiry.
+            tools = fake.requests[0].body["tools"]
+            assert tools[0]["function"]["name"] == "oracle"
+            assert "Knows the magic number." in tools[0]["function"]["description"]
+            assert tools[0]["function"]["parameters"]["required"] == ["inquiry"]
+            # Without the key the peer refuses: the tool result says so, the request still answers.
+            refused = _ask_over_a2a(server.http_base, "keyless", "ask the oracle")
+            assert refused.startswith("Error:") and "401" in refused
+            connectivity = httpx.get(f"{server.http_base}/api/v1/asker/connectivity", timeout=10).json()
+            nodes = {n["origin"]: n for n in connectivity["connectivity_info"]}
+            labelled = f"a2a+{peer}#headers-1"  # the header set's label; the key itself is nowhere
+            assert nodes["asker"]["tools"] == [labelled]
+            assert nodes[labelled]["display_as"] == "external_agent"
+            assert "peer-secret" not in json.dumps(connectivity)
+
+
+def test_a_failed_a2a_task_is_an_error_result(tmp_path: Path) -> None:
+    with a2a_peer() as peer, FakeInThread(rule=tool_then_answer_rule("oracle", {"inquiry": "please fail"})) as fake:
+        write_network(tmp_path, "asker", _asker(f"a2a+{peer}"))
+        env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config())}
+        with start_server(tmp_path / "manifest.hocon", env=env, http=True) as server:
+            answer = _ask_over_a2a(server.http_base, "asker", "ask")
+    assert answer == "Error: the A2A task ended failed: the oracle is confused"
+
+
+def test_network_a_on_one_server_calls_network_b_on_another_over_a2a(tmp_path: Path) -> None:
+    with start_server(http=True) as server_b:
+        write_network(tmp_path, "relay", {
+            "llm_config": {"class": "scripted"},
+            "tools": [{
+                "name": "relay",
+                "function": {"description": "Passes arithmetic on to math_guy on another server."},
+                "instructions": "Ask math_guy.",
+                "tools": [f"a2a+{server_b.http_base}/a2a/math_guy"],
+                "llm_config": {"class": "scripted", "reply": "math_guy says: {results}"},
+                "allow": {"to_downstream": {"sly_data": ["unit"]}, "from_downstream": {"sly_data": ["equals"]},
+                          "to_upstream": {"sly_data": ["equals"]}},
+            }],
+        })
+        with start_server(tmp_path / "manifest.hocon", http=True) as server_a:
+            async def scenario() -> tuple[str, dict[str, Any]]:
+                async with a2a_client(f"{server_a.http_base}/a2a/relay", streaming=False) as client:
+                    events = await send(client, user_message("6*7"))
+                artifact = events[-1].task.artifacts[0]
+                from google.protobuf.json_format import MessageToDict
+                return artifact.parts[0].text, MessageToDict(artifact.metadata)["neuro_san"]
+
+            text, extra = asyncio.run(scenario())
+    assert text == "math_guy says: The answer is 42."
+    assert extra["sly_data"] == {"equals": 42}  # came back from B over A2A, allowed through A
+
+
+@pytest.mark.parametrize("tool, reason", [
+    ("a2a+ftp://host/x", r"expected a2a\+http\(s\)://"),
+    ({"a2a": "https://h/x", "headers": {"X-Key": "${NO_SUCH_VARIABLE_HERE}"}}, "NO_SUCH_VARIABLE_HERE is not set"),
+    ({"a2a": "https://h/x", "headers": ["nope"]}, "must map header names"),
+    ({"a2a": "https://h/x", "extra": 1}, "unknown keys"),
+])
+def test_bad_a2a_tool_references_are_refused_at_load(tool: Any, reason: str) -> None:
+    with pytest.raises(NetworkLoadError, match=reason):
+        build_network(_asker(tool), "<test>", "asker")
