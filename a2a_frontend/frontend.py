@@ -24,6 +24,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
@@ -143,6 +144,16 @@ class A2AFrontEnd:
         except grpc.aio.AioRpcError as error:
             status, body = status_from_rpc_error(error)
             return _jsonrpc_error(status, -32600, str(body.get("message", "")), body)
+        try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
+            body = json.loads(await request.read())
+        except (ValueError, UnicodeDecodeError) as error:
+            return _jsonrpc_error(200, -32700, f"Parse error: {error}")
+        version = request.headers.get(VERSION_HEADER, "").strip()
+        method = body.get("method") if isinstance(body, dict) else None
+        if isinstance(method, str) and "/" in method and version and not version.startswith("0.3"):
+            # A 0.3 method name with a newer A2A-Version: the SDK calls that an internal error.
+            return _jsonrpc_error(200, -32600, f"method {method!r} is A2A 0.3 but {VERSION_HEADER} is {version!r}; "
+                                  "send A2A 1.0 method names (SendMessage…) or no version header")
         state = {
             AGENT_KEY: agent,
             GRPC_METADATA_KEY: self._metadata(request),

@@ -109,6 +109,13 @@ def test_errors_for_unknown_agent_bad_method_and_malformed_params(server: Server
     bad_params = httpx.post(f"{base}/a2a/math_guy", json={
         "jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": 7}})
     assert bad_params.json()["error"]["code"] == -32602
+    v03 = {"jsonrpc": "2.0", "id": 4, "method": "message/send",
+           "params": {"message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "6*7"}]}}}
+    mixed = httpx.post(f"{base}/a2a/math_guy", json=v03, headers={"A2A-Version": "1.0"}, timeout=30)
+    assert mixed.json()["error"]["code"] == -32600
+    old_client = httpx.post(f"{base}/a2a/math_guy", json=v03, timeout=30).json()  # a 0.3 client sends no 1.0 header
+    assert old_client["result"]["status"]["state"] == "completed"
+    assert "42" in old_client["result"]["artifacts"][0]["parts"][0]["text"]
     not_json = httpx.post(f"{base}/a2a/math_guy", content=b"{", headers={"content-type": "application/json"})
     assert not_json.json()["error"]["code"] == -32700
 
