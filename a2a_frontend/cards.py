@@ -17,7 +17,6 @@ from a2a.types import (
     AgentInterface,
     AgentProvider,
     AgentSkill,
-    APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
@@ -44,17 +43,14 @@ def _interface(base: str, agent: str, tenant: str = "") -> AgentInterface:
 
 
 def _secure(card: AgentCard) -> None:
-    """API keys are on: say how to send one (either header works, as on every route)."""
+    """API keys are on: say how to send one over HTTP (``Authorization: Bearer <key>``,
+    as on every route of the HTTP port)."""
     card.security_schemes["bearer"].CopyFrom(SecurityScheme(
-        http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer", description="an API key")
+        http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer", description="an API key of this server")
     ))
-    card.security_schemes["apiKey"].CopyFrom(SecurityScheme(
-        api_key_security_scheme=APIKeySecurityScheme(location="header", name="x-api-key")
-    ))
-    for scheme in ("bearer", "apiKey"):  # either one is enough
-        requirement = SecurityRequirement()
-        requirement.schemes[scheme].SetInParent()
-        card.security_requirements.append(requirement)
+    requirement = SecurityRequirement()
+    requirement.schemes["bearer"].SetInParent()
+    card.security_requirements.append(requirement)
 
 
 def network_card(base: str, agent: str, description: str, tags: Iterable[str], secured: bool) -> AgentCard:

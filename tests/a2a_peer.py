@@ -4,8 +4,9 @@ code: the peer our networks call in the A2A client tests.
     python -m tests.a2a_peer --port N [--key SECRET]
 
 It serves its card at ``/oracle/.well-known/agent-card.json`` and JSON-RPC at ``/oracle``;
-it answers every message with ``oracle says 1234 to: <text>`` as a completed task with
-an artifact, or fails the task when the text contains ``fail``. With ``--key``, requests
+it answers every message with ``oracle says 1234 to: <text>`` (plus the sly_data a
+neuro-san caller sent in ``metadata.neuro_san``) as a completed task with an artifact,
+or fails the task when the text contains ``fail``. With ``--key``, requests
 without ``Authorization: Bearer <key>`` get 401. Prints ``READY`` when it listens.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from typing import Any
 
 import uvicorn
@@ -23,6 +25,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, Task, TaskState, TaskStatus
+from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -43,7 +46,10 @@ class OracleExecutor(AgentExecutor):
         if "fail" in text:
             await updater.failed(new_text_message("the oracle is confused"))
             return
-        await updater.add_artifact([Part(text=ANSWER + text)], name="answer", last_chunk=True)
+        metadata = json_format.MessageToDict(context.message.metadata)
+        sly_data = metadata.get("neuro_san", {}).get("sly_data")
+        suffix = f" (sly_data: {json.dumps(sly_data, sort_keys=True)})" if sly_data else ""
+        await updater.add_artifact([Part(text=ANSWER + text + suffix)], name="answer", last_chunk=True)
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
-from a2a.types import CancelTaskRequest, GetTaskRequest, SendMessageRequest, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
 from tests.a2a_support import a2a_client, as_dict, send, user_message
@@ -23,6 +30,10 @@ from tests.support.servers import ServerProcess, start_server
 def server() -> Iterator[ServerProcess]:
     with start_server(http=True) as running:
         yield running
+
+
+async def _collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
+    return [event async for event in stream]
 
 
 async def _until(condition: Callable[[], bool], within: float = 10.0) -> None:
@@ -135,7 +146,8 @@ def test_cancel_a_slow_chat_closes_its_llm_connection() -> None:
 
         async def scenario() -> None:
             url = f"{rig.server.http_base}/a2a/echo"
-            async with a2a_client(url, streaming=True) as client, a2a_client(url, streaming=False) as other:
+            async with a2a_client(url, streaming=True) as client, a2a_client(url, streaming=False) as other, \
+                    a2a_client(url, streaming=True) as watcher:
                 stream = client.send_message(SendMessageRequest(
                     message=user_message("take your time")))
                 task_id = ""
@@ -146,13 +158,36 @@ def test_cancel_a_slow_chat_closes_its_llm_connection() -> None:
                         break  # working: the chat has started
                 await _until(lambda: rig.fake.open_connections > 0)
                 assert rig.fake.open_connections == 1, "the LLM call never started"
+                resubscribed = asyncio.create_task(_collect(watcher.subscribe(SubscribeToTaskRequest(id=task_id))))
+                await asyncio.sleep(0.5)  # the subscription is in place
                 cancelled = await other.cancel_task(CancelTaskRequest(id=task_id))
                 assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+                seen = await asyncio.wait_for(resubscribed, 10)
+                assert seen[0].task.id == task_id  # resubscribe starts with the task as it is
+                assert seen[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
                 await stream.aclose()
                 got = await other.get_task(GetTaskRequest(id=task_id))
                 assert got.status.state == TaskState.TASK_STATE_CANCELED
             await _until(lambda: rig.fake.open_connections == 0)
             assert rig.fake.open_connections == 0
             assert rig.fake.handlers_cancelled == rig.fake.request_count == 1
+
+        asyncio.run(scenario())
+
+
+def test_with_api_keys_cards_declare_them_and_calls_need_one() -> None:
+    with start_server(http=True, env={"AGENT_API_KEYS": "a2a-key"}) as secured:
+        card_url = f"{secured.http_base}/a2a/math_guy/.well-known/agent-card.json"
+        assert httpx.get(card_url, timeout=10).status_code == 401  # as on every other route
+        card = httpx.get(card_url, headers={"Authorization": "Bearer a2a-key"}, timeout=10).json()
+        assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
+        assert httpx.post(f"{secured.http_base}/a2a/math_guy", json=body, timeout=10).status_code == 401
+
+        async def scenario() -> None:
+            url = f"{secured.http_base}/a2a/math_guy"
+            async with a2a_client(url, streaming=False, headers={"Authorization": "Bearer a2a-key"}) as client:
+                task = (await send(client, user_message("6*7")))[0].task
+            assert "42" in task.artifacts[0].parts[0].text
 
         asyncio.run(scenario())

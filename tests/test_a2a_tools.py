@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.types import Part
+from google.protobuf import json_format, struct_pb2
 
 from neuro_san.network.builder import build_network
 from neuro_san.network.errors import NetworkLoadError
@@ -19,7 +21,7 @@ from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
 
 
-def _asker(tool: Any) -> dict[str, Any]:
+def _asker(tool: Any, allow: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "tools": [
             {
@@ -27,15 +29,19 @@ def _asker(tool: Any) -> dict[str, Any]:
                 "function": {"description": "Asks the oracle."},
                 "instructions": "Ask the oracle, then repeat its answer.",
                 "tools": [tool],
+                "allow": allow or {},
             },
         ],
     }
 
 
-def _ask_over_a2a(base: str, agent: str, text: str) -> str:
+def _ask_over_a2a(base: str, agent: str, text: str, sly_data: dict[str, Any] | None = None) -> str:
     async def scenario() -> str:
+        message = user_message(text)
+        if sly_data:  # as a data part: our server merges JSON objects into sly_data
+            message.parts.append(Part(data=json_format.ParseDict(sly_data, struct_pb2.Value())))
         async with a2a_client(f"{base}/a2a/{agent}", streaming=False) as client:
-            return final_text(await send(client, user_message(text)))
+            return final_text(await send(client, message))
 
     return asyncio.run(scenario())
 
@@ -43,14 +49,15 @@ def _ask_over_a2a(base: str, agent: str, text: str) -> str:
 def test_a_network_calls_an_a2a_sdk_agent_and_uses_its_answer(tmp_path: Path) -> None:
     with a2a_peer(key="peer-secret") as peer, FakeInThread(rule=tool_then_answer_rule(
             "oracle", {"inquiry": "what is the number?"})) as fake:
-        write_network(tmp_path, "asker", _asker({"a2a": peer, "headers": {"Authorization": "Bearer ${PEER_KEY}"}}))
+        write_network(tmp_path, "asker", _asker({"a2a": peer, "headers": {"Authorization": "Bearer ${PEER_KEY}"}},
+                                                {"to_downstream": {"sly_data": ["unit"]}}))
         write_network(tmp_path, "keyless", _asker(f"a2a+{peer}"))
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config()), "PEER_KEY": "peer-secret"}
         with start_server(tmp_path / "manifest.hocon", env=env, http=True) as server:
-            answer = _ask_over_a2a(server.http_base, "asker", "ask the oracle")
+            answer = _ask_over_a2a(server.http_base, "asker", "ask the oracle", {"unit": "cm", "secret": "s3"})
             oracle = "oracle says 1234 to: The inquiry is 'what is the number?'."
-            assert answer == oracle
-            assert oracle in [r.last_input_text() for r in fake.requests]  # the tool result reached the LLM
+            assert answer == oracle + ' (sly_data: {"unit": "cm"})'  # only what to_downstream allows
+            assert answer in [r.last_input_text() for r in fake.requests]  # the tool result reached the LLM
             # The LLM saw the peer's card as the tool's description, with a free-text inquiry.
             tools = fake.requests[0].body["tools"]
             assert tools[0]["function"]["name"] == "oracle"
