@@ -26,12 +26,11 @@ from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
-from google.protobuf.json_format import MessageToDict
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
 from starlette.requests import Request
 
 from a2a_frontend.asgi_bridge import Receive, Scope, Send, call_asgi
-from a2a_frontend.cards import network_card, server_card
+from a2a_frontend.cards import card_to_json, network_card, server_card
 from a2a_frontend.conversations import ConversationStore
 from a2a_frontend.executor import AGENT_KEY, GRPC_METADATA_KEY, NetworkExecutor
 from a2a_frontend.tasks import OWNER_KEY, BoundedTaskStore, owner_of
@@ -122,7 +121,7 @@ class A2AFrontEnd:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
         card = network_card(_base_url(request), agent, description, tags, self._secured)
-        return json_response(200, dumps(MessageToDict(card)))
+        return json_response(200, json.dumps(card_to_json(card)).encode())
 
     async def server_card(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
         try:
@@ -133,7 +132,7 @@ class A2AFrontEnd:
             return json_response(status, dumps(body))
         agents = [(a.agent_name, a.description, list(a.tags)) for a in listing.agents]
         card = server_card(_base_url(request), agents, self._secured)
-        return json_response(200, dumps(MessageToDict(card)))
+        return json_response(200, json.dumps(card_to_json(card)).encode())
 
     async def jsonrpc(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
         agent = captures["agent"]

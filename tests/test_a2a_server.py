@@ -57,6 +57,8 @@ def test_cards_describe_every_public_network(server: ServerProcess) -> None:
     assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a/deep/math_guy"
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
     assert "securitySchemes" not in card  # no API keys on this server
+    legacy = httpx.get(f"{base}/a2a/math_guy/.well-known/agent.json", timeout=10).json()  # 0.3 clients' path
+    assert legacy["url"] == f"{base}/a2a/math_guy" and legacy["preferredTransport"] == "JSONRPC"
     missing = httpx.get(f"{base}/a2a/nobody/.well-known/agent-card.json", timeout=10)
     assert missing.status_code == 404
 
