@@ -30,6 +30,7 @@ from google.protobuf import json_format, struct_pb2
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from a2a_frontend.conversations import ConversationStore
+from a2a_frontend.tasks import OWNER_KEY
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,13 @@ def _chat_context(raw: Any) -> chat_pb2.ChatContext | None:
         raise InvalidParamsError(message=f"metadata.{METADATA_KEY}.chat_context: {error}") from None
 
 
+def _conversation_key(context: RequestContext) -> str:
+    """contextIds are remembered per caller credentials and network: another key holder
+    who learns a contextId cannot continue that conversation."""
+    state = context.call_context.state
+    return f"{state.get(OWNER_KEY, '')}:{state.get(AGENT_KEY, '')}:{context.context_id}"
+
+
 class NetworkExecutor(AgentExecutor):
     """Runs A2A tasks as neuro-san chats; shared by every agent of the front-end."""
 
@@ -96,7 +104,7 @@ class NetworkExecutor(AgentExecutor):
         sly = _sly_data(message, options)
         raw_context = options.get("chat_context")
         if raw_context is None and context.context_id:
-            raw_context = self._conversations.get(context.context_id)
+            raw_context = self._conversations.get(_conversation_key(context))
         thinking = options.get("thinking") is True
         request = agent_pb2.ChatRequest(
             user_message=chat_pb2.ChatMessage(type=chat_pb2.ChatMessage.HUMAN, text=text),
@@ -145,14 +153,14 @@ class NetworkExecutor(AgentExecutor):
         if answer is None:
             await updater.failed(updater.new_agent_message([Part(text="Error: the network gave no answer")]))
             return
-        await self._finish(updater, context_id, answer)
+        await self._finish(updater, _conversation_key(context), answer)
 
-    async def _finish(self, updater: TaskUpdater, context_id: str, answer: chat_pb2.ChatMessage) -> None:
+    async def _finish(self, updater: TaskUpdater, conversation: str, answer: chat_pb2.ChatMessage) -> None:
         extra: dict[str, Any] = {}
         if answer.HasField("chat_context"):
             chat_context = json_format.MessageToDict(answer.chat_context, preserving_proto_field_name=True)
             extra["chat_context"] = chat_context
-            self._conversations.put(context_id, chat_context)
+            self._conversations.put(conversation, chat_context)
         if answer.HasField("sly_data") and answer.sly_data.fields:
             extra["sly_data"] = json_format.MessageToDict(answer.sly_data)
         metadata = {METADATA_KEY: extra}

@@ -100,10 +100,15 @@ class A2AFrontEnd:
     def _metadata(self, request: web.Request) -> list[tuple[str, Any]]:
         return list(self.context.headers.to_metadata(request.headers))
 
-    async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
-        """The network's description and tags; raises AioRpcError (unknown agent, no key…)."""
+    async def _description(self, request: web.Request, agent: str) -> str:
+        """The network's description; raises AioRpcError (unknown network, no key…)."""
         metadata = [*self._metadata(request), ("agent-name", agent)]
         reply = await self._function(agent_pb2.FunctionRequest(), metadata=metadata, timeout=_LOOKUP_TIMEOUT)
+        return str(reply.function.description)
+
+    async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
+        """The network's description and concierge tags."""
+        description = await self._description(request, agent)
         tags: list[str] = []
         try:
             listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._metadata(request),
@@ -111,7 +116,7 @@ class A2AFrontEnd:
             tags = next((list(a.tags) for a in listing.agents if a.agent_name == agent), [])
         except grpc.aio.AioRpcError:
             pass  # tags are a nicety; the Function call said the network is there
-        return reply.function.description, tags
+        return description, tags
 
     async def agent_card(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
         agent = captures["agent"]
@@ -139,7 +144,7 @@ class A2AFrontEnd:
         if self.context.is_draining():
             return _jsonrpc_error(503, -32603, "the server is shutting down; retry on another replica")
         try:
-            await self._describe(request, agent)  # unknown network or missing key: say so now
+            await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
             status, body = status_from_rpc_error(error)
             return _jsonrpc_error(status, -32600, str(body.get("message", "")), body)

@@ -178,7 +178,7 @@ def test_cancel_a_slow_chat_closes_its_llm_connection() -> None:
 
 
 def test_with_api_keys_cards_declare_them_and_calls_need_one() -> None:
-    with start_server(http=True, env={"AGENT_API_KEYS": "a2a-key"}) as secured:
+    with start_server(http=True, env={"AGENT_API_KEYS": "a2a-key,other-key"}) as secured:
         card_url = f"{secured.http_base}/a2a/math_guy/.well-known/agent-card.json"
         assert httpx.get(card_url, timeout=10).status_code == 401  # as on every other route
         card = httpx.get(card_url, headers={"Authorization": "Bearer a2a-key"}, timeout=10).json()
@@ -191,5 +191,11 @@ def test_with_api_keys_cards_declare_them_and_calls_need_one() -> None:
             async with a2a_client(url, streaming=False, headers={"Authorization": "Bearer a2a-key"}) as client:
                 task = (await send(client, user_message("6*7")))[0].task
             assert "42" in task.artifacts[0].parts[0].text
+            async with a2a_client(url, streaming=False, headers={"Authorization": "Bearer other-key"}) as other:
+                theirs = (await send(other, user_message("1+1", context_id=task.context_id)))[0].task
+                with pytest.raises(TaskNotFoundError):  # tasks are scoped to the key that made them
+                    await other.get_task(GetTaskRequest(id=task.id))
+            # Another key holder who learns the contextId does not continue the conversation.
+            assert "6*7" not in _chat_context_texts(as_dict(theirs.artifacts[0].metadata))
 
         asyncio.run(scenario())
