@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from a2a.types import Part
+from a2a.types import CancelTaskRequest, Part, SendMessageRequest
 from google.protobuf import json_format, struct_pb2
 
 from neuro_san.network.builder import build_network
 from neuro_san.network.errors import NetworkLoadError
 from tests.a2a_support import a2a_client, a2a_peer, final_text, send, user_message, write_network
-from tests.fakes.fake_llm import tool_then_answer_rule
+from tests.fakes.fake_llm import Reply, tool_then_answer_rule
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
 
@@ -85,18 +87,10 @@ def test_a_failed_a2a_task_is_an_error_result(tmp_path: Path) -> None:
 
 def test_network_a_on_one_server_calls_network_b_on_another_over_a2a(tmp_path: Path) -> None:
     with start_server(http=True) as server_b:
-        write_network(tmp_path, "relay", {
-            "llm_config": {"class": "scripted"},
-            "tools": [{
-                "name": "relay",
-                "function": {"description": "Passes arithmetic on to math_guy on another server."},
-                "instructions": "Ask math_guy.",
-                "tools": [f"a2a+{server_b.http_base}/a2a/math_guy"],
-                "llm_config": {"class": "scripted", "reply": "math_guy says: {results}"},
-                "allow": {"to_downstream": {"sly_data": ["unit"]}, "from_downstream": {"sly_data": ["equals"]},
-                          "to_upstream": {"sly_data": ["equals"]}},
-            }],
-        })
+        relay = _relay(f"a2a+{server_b.http_base}/a2a/math_guy")
+        equals = {"sly_data": ["equals"]}
+        relay["tools"][0]["allow"] = {"from_downstream": equals, "to_upstream": equals}
+        write_network(tmp_path, "relay", relay)
         with start_server(tmp_path / "manifest.hocon", http=True) as server_a:
             async def scenario() -> tuple[str, dict[str, Any]]:
                 async with a2a_client(f"{server_a.http_base}/a2a/relay", streaming=False) as client:
@@ -106,8 +100,51 @@ def test_network_a_on_one_server_calls_network_b_on_another_over_a2a(tmp_path: P
                 return artifact.parts[0].text, MessageToDict(artifact.metadata)["neuro_san"]
 
             text, extra = asyncio.run(scenario())
-    assert text == "math_guy says: The answer is 42."
+    assert text == "they say: The answer is 42."
     assert extra["sly_data"] == {"equals": 42}  # came back from B over A2A, allowed through A
+
+
+def _relay(target: str) -> dict[str, Any]:
+    return {
+        "llm_config": {"class": "scripted"},
+        "tools": [{
+            "name": "relay",
+            "function": {"description": "Passes the question on over A2A."},
+            "instructions": "Ask the other network.",
+            "tools": [target],
+            "llm_config": {"class": "scripted", "reply": "they say: {results}"},
+        }],
+    }
+
+
+def test_cancelling_a_task_cancels_the_a2a_task_it_waits_on(tmp_path: Path) -> None:
+    """A on one server waits on B over A2A; cancelling A's task cancels B's, whose LLM
+    connection closes."""
+    with FakeInThread() as fake:
+        fake.enqueue(Reply.stall(60))
+        with start_server(env={"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config())}, http=True) as server_b:
+            write_network(tmp_path, "relay", _relay(f"a2a+{server_b.http_base}/a2a/echo"))
+            with start_server(tmp_path / "manifest.hocon", http=True) as server_a:
+                async def scenario() -> None:
+                    url = f"{server_a.http_base}/a2a/relay"
+                    async with a2a_client(url, streaming=True) as client, a2a_client(url, streaming=False) as other:
+                        stream = client.send_message(SendMessageRequest(message=user_message("slowly")))
+                        first = await anext(stream)
+                        await _until(lambda: fake.open_connections > 0)
+                        assert fake.open_connections == 1, "B's LLM call never started"
+                        await other.cancel_task(CancelTaskRequest(id=first.task.id))
+                        await stream.aclose()
+                    await _until(lambda: fake.open_connections == 0)
+                    assert fake.open_connections == 0
+                    assert fake.handlers_cancelled == fake.request_count == 1
+
+                asyncio.run(scenario())
+
+
+async def _until(condition: Callable[[], bool], within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition() and time.monotonic() < deadline:  # noqa: ASYNC110 - set by another thread
+        await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("tool, reason", [

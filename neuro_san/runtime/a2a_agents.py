@@ -20,6 +20,8 @@ This module is the A2A client and nothing else: the runtime reaches it through
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -33,6 +35,9 @@ METADATA_KEY = "neuro_san"
 #: Seconds to wait for the card, and for an answer.
 CARD_TIMEOUT_SECONDS = 30.0
 ANSWER_TIMEOUT_SECONDS = 600.0
+CANCEL_TIMEOUT_SECONDS = 5.0
+
+log = logging.getLogger(__name__)
 
 
 def _error(ref: str, why: str) -> ChatMessage:
@@ -86,9 +91,10 @@ class A2AAgent:
         try:
             async with self._http(ANSWER_TIMEOUT_SECONDS) as http:
                 card = await self._resolve(http)
-                client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+                streaming = bool(card.capabilities.streaming)  # streamed: the task id comes first
+                client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
                 try:
-                    answer = await _ask(client, request)
+                    answer = await _ask(client, request, streaming)
                 finally:
                     await client.close()
         except (A2AClientError, A2AError, OSError, ValueError) as error:
@@ -96,22 +102,58 @@ class A2AAgent:
         yield answer
 
 
-async def _ask(client: Any, request: ChatRequest) -> ChatMessage:
+async def _ask(client: Any, request: ChatRequest, streaming: bool) -> ChatMessage:
+    """Send the inquiry and put the task back together from its events. If the caller is
+    cancelled meanwhile, the A2A task is cancelled too (so the peer stops working)."""
     from a2a.helpers.proto_helpers import get_text_parts, new_text_message
-    from a2a.types import Role, SendMessageRequest, TaskState
-    from google.protobuf import json_format
+    from a2a.types import Role, SendMessageRequest, Task
 
     message = new_text_message(request.user_text, role=Role.ROLE_USER)
     if request.sly_data:  # only what allow.to_downstream let out
         message.metadata.update({METADATA_KEY: {"sly_data": request.sly_data}})
-    last = None
-    async for event in client.send_message(SendMessageRequest(message=message)):
-        last = event
-    if last is None:
+    task = Task()
+    try:
+        async for event in client.send_message(SendMessageRequest(message=message)):
+            if event.HasField("message"):
+                return ChatMessage(MessageType.AGENT_FRAMEWORK, "\n".join(get_text_parts(list(event.message.parts))))
+            if event.HasField("task"):
+                task.CopyFrom(event.task)
+            elif event.HasField("status_update"):
+                task.status.CopyFrom(event.status_update.status)
+            elif event.HasField("artifact_update"):
+                _add_artifact(task, event.artifact_update)
+    except asyncio.CancelledError:
+        if streaming and task.id:
+            await _cancel_quietly(client, task.id)
+        raise
+    if not task.id:
         return ChatMessage(MessageType.AGENT_FRAMEWORK, "Error: the A2A agent sent nothing")
-    if last.HasField("message"):
-        return ChatMessage(MessageType.AGENT_FRAMEWORK, "\n".join(get_text_parts(list(last.message.parts))))
-    task = last.task
+    return _answer(task)
+
+
+def _add_artifact(task: Any, update: Any) -> None:
+    for artifact in task.artifacts:
+        if artifact.artifact_id == update.artifact.artifact_id and update.append:
+            artifact.parts.extend(update.artifact.parts)
+            return
+    task.artifacts.append(update.artifact)
+
+
+async def _cancel_quietly(client: Any, task_id: str) -> None:
+    from a2a.types import CancelTaskRequest
+
+    try:
+        async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+    except Exception:  # best effort: the peer may have finished or gone away
+        log.debug("could not cancel A2A task %s", task_id, exc_info=True)
+
+
+def _answer(task: Any) -> ChatMessage:
+    from a2a.helpers.proto_helpers import get_text_parts
+    from a2a.types import TaskState
+    from google.protobuf import json_format
+
     status_text = "\n".join(get_text_parts(list(task.status.message.parts)))
     if task.status.state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED,
                              TaskState.TASK_STATE_CANCELED):
