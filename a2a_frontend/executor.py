@@ -79,7 +79,7 @@ def _conversation_key(context: RequestContext) -> str:
     """contextIds are remembered per caller credentials and network: another key holder
     who learns a contextId cannot continue that conversation."""
     state = context.call_context.state
-    return f"{state.get(OWNER_KEY, '')}:{state.get(AGENT_KEY, '')}:{context.context_id}"
+    return f"{state.get(OWNER_KEY, '')}:{context.context_id}"  # the owner scope names the network too
 
 
 class NetworkExecutor(AgentExecutor):

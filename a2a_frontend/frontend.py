@@ -161,7 +161,7 @@ class A2AFrontEnd:
         state = {
             AGENT_KEY: agent,
             GRPC_METADATA_KEY: self._metadata(request),
-            OWNER_KEY: owner_of(request.headers),
+            OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
         }
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -1,9 +1,10 @@
-"""Where A2A tasks live: in this replica's memory, bounded, scoped to the caller's key.
+"""Where A2A tasks live: in this replica's memory, bounded, scoped to key and network.
 
 Tasks are kept only so ``tasks/get``, ``tasks/cancel`` and resubscribe can find a task
 this replica runs or ran; the conversation itself does not depend on them (see
 :mod:`a2a_frontend.conversations`). The owner of a task is a digest of the caller's
-credentials, so one API key cannot read another's tasks.
+credentials plus the network's name (the front-end sets it), so one API key cannot read
+another's tasks, and a task is found only on its own network's endpoint.
 """
 
 from __future__ import annotations

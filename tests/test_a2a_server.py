@@ -136,6 +136,11 @@ def test_errors_for_unknown_agent_bad_method_and_malformed_params(server: Server
         async with a2a_client(f"{base}/a2a/math_guy", streaming=False) as client:
             with pytest.raises(TaskNotFoundError):
                 await client.get_task(GetTaskRequest(id="no-such-task"))
+            task = (await send(client, user_message("6*7")))[0].task
+        async with a2a_client(f"{base}/a2a/echo", streaming=False) as elsewhere:
+            with pytest.raises(TaskNotFoundError):  # a task belongs to the network that ran it
+                await elsewhere.get_task(GetTaskRequest(id=task.id))
+        async with a2a_client(f"{base}/a2a/math_guy", streaming=False) as client:
             with pytest.raises(InvalidParamsError):
                 await send(client, user_message("1", neuro_san={"chat_context": "not an object"}))
 
