@@ -85,7 +85,8 @@ class A2AFrontEnd:
         self.handler = DefaultRequestHandler(
             agent_executor=executor,
             task_store=BoundedTaskStore(),
-            agent_card=server_card("http://localhost", [], self._secured),
+            # Only read for the extended card, which we do not offer; the real cards are per request.
+            agent_card=server_card("http://localhost", [("neuro-san", "agent networks", [])], self._secured),
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
