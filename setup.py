@@ -14,6 +14,7 @@ GENERATED = {
 }
 
 setup(
-    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "mcp_frontend", "mcp_frontend.*"]) + list(GENERATED),
+    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "mcp_frontend", "mcp_frontend.*",
+                            "a2a_frontend", "a2a_frontend.*"]) + list(GENERATED),
     package_dir=GENERATED,
 )

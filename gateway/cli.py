@@ -146,10 +146,13 @@ async def _serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    from a2a_frontend import make_a2a_frontend
     from gateway.server import start_gateway  # aiohttp and grpc load only when the gateway runs
     from mcp_frontend import mcp_frontends
 
-    handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=mcp_frontends())
+    handle = await start_gateway(
+        args.target, args.host, args.port, config_from_args(args), frontends=[*mcp_frontends(), make_a2a_frontend]
+    )
     # Tests and supervisors read the bound port from this line.
     print(f"gateway listening on {handle.scheme}://{args.host}:{handle.port} -> {args.target}", flush=True)
     try:

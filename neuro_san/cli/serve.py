@@ -165,6 +165,7 @@ async def _serve(args: argparse.Namespace) -> int:
     gateway = None
     local = None
     if not args.no_http:
+        from a2a_frontend import make_a2a_frontend
         from gateway import GatewayConfig, start_gateway
         from gateway.inprocess import InProcessInvoker
         from mcp_frontend import mcp_frontends
@@ -191,7 +192,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
-                frontends=mcp_frontends(),
+                frontends=[*mcp_frontends(), make_a2a_frontend],
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

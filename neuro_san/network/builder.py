@@ -16,7 +16,9 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from neuro_san.core.errors import ConfigurationError
 from neuro_san.middleware.config import parse_middleware
+from neuro_san.network.a2a_refs import a2a_url, is_a2a_ref, ref_from_dict
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.mcp_refs import McpServerRef, is_mcp_url, parse_mcp_dict
@@ -169,6 +171,11 @@ def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> 
             raise check.fail(key_path, f"must be a list of agent names, not {type_name(tools)}")
         for position, tool in enumerate(tools):
             tool_path = f"{key_path}[{position}]"
+            if isinstance(tool, dict) and "a2a" in tool:  # an A2A agent with extra headers
+                try:
+                    tools[position] = tool = ref_from_dict(tool, tool_path)
+                except ConfigurationError as error:
+                    raise check.fail(tool_path, str(error)) from None
             if isinstance(tool, dict):
                 _, sub_key, reason = parse_mcp_dict(tool, position)
                 if reason:
@@ -176,6 +183,11 @@ def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> 
                 continue
             if not isinstance(tool, str) or not tool:
                 raise check.fail(tool_path, f"must be an agent name, a URL or an MCP server dict, not {tool!r}")
+            if is_a2a_ref(tool):
+                try:
+                    a2a_url(tool)
+                except ConfigurationError as error:
+                    raise check.fail(tool_path, str(error)) from None
             if is_external_ref(tool):
                 continue
             if tool not in known:

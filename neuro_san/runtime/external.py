@@ -3,6 +3,7 @@
 ``/name`` runs in-process through the local host (no network hop, no port guessing).
 ``http(s)://host:port/name`` and ``grpc://host:port/name`` go through a
 :class:`RemoteAgent` made by the ``remote`` factory (the client library supplies one).
+``a2a+http(s)://…`` names an A2A agent (:mod:`neuro_san.runtime.a2a_agents`).
 
 Only the sly_data keys allowed by the caller's ``allow.to_downstream`` go out, and only
 those allowed by ``allow.from_downstream`` come back. The called network's messages
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from neuro_san.core.errors import AgentNotFound, ConfigurationError, UpstreamUnavailable
 from neuro_san.core.messages import ChatFilter, ChatMessage, ChatRequest, MessageType, OriginPath
 from neuro_san.network.spec import AgentSpec
+from neuro_san.runtime.a2a_agents import A2AAgent, is_a2a_ref
 from neuro_san.runtime.arguments import network_input_text
 from neuro_san.runtime.journal_shapes import got_result, received_arguments
 
@@ -50,6 +52,8 @@ class ExternalAgents:
 
     def _remote_agent(self, ref: str) -> RemoteAgent:
         agent = self._remotes.get(ref)
+        if agent is None and is_a2a_ref(ref):  # a2a+http(s)://…: the A2A client
+            agent = self._remotes[ref] = A2AAgent(ref)
         if agent is None:
             if self._remote is None:
                 raise ConfigurationError(f"external agent {ref!r}: remote agents are not enabled")

@@ -39,6 +39,7 @@ def tool_function_name(ref: str) -> str:
     (``__deep__x``), as neuro-san names them, so they never clash with a local tool."""
     if not is_external_ref(ref):
         return ref
+    ref = ref.split("#", 1)[0]  # an A2A reference's header-set label is not part of the name
     path = ref.split("://", 1)[1].split("/", 1)[1] if "://" in ref else ref.lstrip("/")
     return ("__" + _TOOL_NAME.sub("_", path.replace("/", "__")))[:64]
 
