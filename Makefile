@@ -49,7 +49,7 @@ buf-breaking: $(BUF) ## buf breaking against the first published API and the mai
 	else echo "buf-breaking: no main branch here; checked against the baseline only"; fi
 
 lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
-	$(VENV)/bin/ruff check neuro_san gateway tests bench
+	$(VENV)/bin/ruff check neuro_san gateway tests bench playground
 	$(VENV)/bin/mypy
 
 test: $(STAMP) proto-check lint ## install, check generated code and lint, then run the whole suite

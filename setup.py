@@ -14,6 +14,6 @@ GENERATED = {
 }
 
 setup(
-    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*"]) + list(GENERATED),
+    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "playground", "playground.*"]) + list(GENERATED),
     package_dir=GENERATED,
 )
