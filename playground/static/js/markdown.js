@@ -18,14 +18,17 @@ export function safeHref(raw) {
   }
 }
 
+// A link target: no spaces, parentheses only in balanced pairs (one level), optional "title".
+const URL_PART = '((?:[^()\\s]|\\([^()\\s]*\\))*)(?:\\s+"[^"]*")?';
+
 const INLINE = new RegExp([
   '(`+)([\\s\\S]*?[^`])\\1(?!`)',                       // 1,2 code span
   '\\*\\*([\\s\\S]+?)\\*\\*',                            // 3 strong
   '__([\\s\\S]+?)__',                                    // 4 strong
   '\\*([^*\\s](?:[^*]*[^*\\s])?)\\*',                    // 5 em
   '\\b_([^_\\s](?:[^_]*[^_\\s])?)_\\b',                  // 6 em
-  '!\\[([^\\]]*)\\]\\(([^)\\s]*)(?:\\s+"[^"]*")?\\)',    // 7,8 image
-  '\\[([^\\]]+)\\]\\(([^)\\s]*)(?:\\s+"[^"]*")?\\)',     // 9,10 link
+  `!\\[([^\\]]*)\\]\\(${URL_PART}\\)`,                 // 7,8 image
+  `\\[([^\\]]+)\\]\\(${URL_PART}\\)`,                  // 9,10 link
   '(https?:\\/\\/[^\\s<>()]*[^\\s<>().,;:!?\'"])',       // 11 bare link
 ].join('|'), 'g');
 
@@ -38,8 +41,9 @@ function link(href, children) {
 export function renderInline(text) {
   const nodes = [];
   let last = 0;
-  INLINE.lastIndex = 0;
-  for (let match = INLINE.exec(text); match; match = INLINE.exec(text)) {
+  // matchAll works on a copy of the regex, so the recursive calls below (bold, links)
+  // cannot disturb this loop's position.
+  for (const match of text.matchAll(INLINE)) {
     if (match.index > last) nodes.push(text.slice(last, match.index));
     if (match[2] !== undefined) nodes.push(el('code', {}, match[2]));
     else if (match[3] !== undefined || match[4] !== undefined) nodes.push(el('strong', {}, renderInline(match[3] ?? match[4])));
@@ -47,7 +51,7 @@ export function renderInline(text) {
     else if (match[7] !== undefined) nodes.push(el('span', { class: 'image-alt', title: 'image not loaded' }, `[image: ${match[7]}]`));
     else if (match[9] !== undefined) nodes.push(link(match[10], renderInline(match[9])));
     else if (match[11] !== undefined) nodes.push(link(match[11], [match[11]]));
-    last = INLINE.lastIndex;
+    last = match.index + match[0].length;
   }
   if (last < text.length) nodes.push(text.slice(last));
   return nodes;

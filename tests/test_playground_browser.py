@@ -1,0 +1,228 @@
+"""The playground in a real browser: headless Debian chromium, driven by Playwright,
+against real ``neuro-san serve`` processes. One browser for the module, a fresh context
+(so fresh storage) per test. Screenshots go to tests/artifacts/playground/."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.support.browser import ARTIFACTS, launch_browser
+from tests.support.servers import ServerProcess, start_server
+
+KEY = "key-for-the-playground"
+TIMEOUT_MS = 15_000
+
+# Records, in the page, every graph node that was lit up as "working" while it streamed.
+WATCH_WORKING = """() => {
+  window.__lit = [];
+  new MutationObserver((records) => {
+    for (const record of records) {
+      // Lit now, or lit before this change (the class may come and go within one task).
+      const node = record.target;
+      const was = (record.oldValue || '').split(' ').includes('working');
+      if (was || node.classList.contains('working')) window.__lit.push(node.dataset.name);
+    }
+  }).observe(document.getElementById('graph'),
+             {attributes: true, attributeOldValue: true, subtree: true, attributeFilter: ['class']});
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from launch_browser()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    with start_server(http=True) as running:
+        yield running
+
+
+class Page:
+    """A page on a fresh context that records every request and dialog it causes."""
+
+    def __init__(self, browser: Any, base: str) -> None:
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.requests: list[Any] = []
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request))
+        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def chat_bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(r.post_data) for r in self.requests if r.url.endswith("/streaming_chat")]
+
+    def send(self, text: str) -> Any:
+        """Type, send, and wait for the answer of this turn; returns its locator."""
+        answers = self.page.locator(".message.agent")
+        before = answers.count()
+        self.page.fill("#user-input", text)
+        self.page.click("#send")
+        answer = answers.nth(before)
+        answer.wait_for()
+        self.page.wait_for_function("() => !document.querySelector('.message.agent.pending')")
+        return answer
+
+    def assert_same_origin_only(self) -> None:
+        origin = urlsplit(self.base)
+        for request in self.requests:
+            url = urlsplit(request.url)
+            if url.scheme in ("data", "blob"):
+                continue
+            assert (url.scheme, url.netloc) == (origin.scheme, origin.netloc), request.url
+
+    def close(self, screenshot: str) -> None:
+        self.page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
+        self.context.close()
+
+
+def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, server: ServerProcess) -> None:
+    session = Page(browser, server.http_base)
+    page = session.page
+    page.goto(server.http_base + "/")
+
+    page.fill("#agent-search", "coded_tool")  # matches a tag
+    page.wait_for_function("() => document.querySelectorAll('#agent-list button.agent').length === 1")
+    assert page.locator("#agent-list button.agent").get_attribute("data-agent") == "math_guy"
+    page.fill("#agent-search", "")
+    page.click("#agent-list button[data-agent='math_guy']")
+
+    calculator = page.locator("svg.graph g.node[data-name='calculator']")
+    calculator.wait_for()
+    assert calculator.get_attribute("data-kind") == "coded_tool"
+    assert "coded tool" in (calculator.locator("title").text_content() or "")
+    front = page.locator("svg.graph g.node.front")
+    assert front.get_attribute("data-name") == "math_guy"
+    assert page.locator("svg.graph path.edge[data-from='math_guy'][data-to='calculator']").count() == 1
+    front.click()
+    assert "I do arithmetic." in page.locator("#node-details").inner_text()
+
+    page.evaluate(WATCH_WORKING)
+    page.fill("#sly-in", '{"units": "none"}')
+    answer = session.send("6 * 7")
+    assert "42" in answer.inner_text()
+    assert json.loads(page.locator("#sly-out").inner_text()) == {"equals": 42}
+    kinds = page.locator("#timeline .step-kind").all_inner_texts()
+    assert {"tool call", "tool arguments", "progress", "tool result", "token accounting", "final answer"} <= set(kinds)
+    nested = page.locator("#timeline .group.depth-2[data-origin='math_guy.calculator']")
+    assert nested.count() == 1 and "evaluating" in nested.inner_text()
+    assert "calculator" in page.evaluate("window.__lit")  # lit up while it worked
+    assert page.locator("svg.graph g.node.working").count() == 0  # and no longer
+
+    second = session.send("2 + 3")
+    assert "5" in second.inner_text()
+    first_body, second_body = session.chat_bodies()
+    assert first_body["sly_data"] == {"units": "none"} and "chat_context" not in first_body
+    assert first_body["chat_filter"] == {"chat_filter_type": "MAXIMAL"}
+    history = second_body["chat_context"]["chat_histories"][0]["messages"]
+    assert [m["text"] for m in history if m["type"] == "HUMAN"] == ["6 * 7"]
+    assert page.locator(".message.user").all_inner_texts() == ["6 * 7", "2 + 3"]
+
+    page.click("#copy-curl")
+    curl = page.locator("#snippet").inner_text()
+    assert curl.startswith(f"curl -N -X POST '{server.http_base}/api/v1/math_guy/streaming_chat'")
+    assert '"chat_context"' in curl
+    page.click("#copy-grpcurl")
+    assert "agent-name: math_guy" in page.locator("#snippet").inner_text()
+    page.click("#copy-python")
+    python = page.locator("#snippet").inner_text()
+    ran = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    assert "AGENT_FRAMEWORK" in ran.stdout and "5" in ran.stdout.splitlines()[-1]
+
+    with page.expect_download() as download:
+        page.click("#export")
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert exported["agent"] == "math_guy" and [t["user"] for t in exported["turns"]] == ["6 * 7", "2 + 3"]
+    assert exported["turns"][0]["sly_data_out"] == {"equals": 42}
+    session.page.screenshot(path=str(ARTIFACTS / "math_guy.png"), full_page=True)
+
+    page.click("#new-conversation")
+    assert page.locator(".message").count() == 0 and page.locator("#timeline .step").count() == 0
+    session.send("1 + 1")
+    assert "chat_context" not in session.chat_bodies()[-1]
+
+    assert not session.errors and not session.dialogs
+    session.assert_same_origin_only()
+    session.close("math_guy_new_conversation.png")
+
+
+def test_untrusted_text_stays_text(browser: Any, server: ServerProcess) -> None:
+    session = Page(browser, server.http_base)
+    page = session.page
+    page.goto(server.http_base + "/#echo")
+    page.locator("svg.graph g.node[data-name='echoer']").wait_for()
+    payload = ("<img src=x onerror=alert(1)> [click me](javascript:alert(1)) "
+               "<script>window.__pwned = 1</script> **bold** [docs](https://example.com/docs)")
+    answer = session.send(payload)
+    assert "<img src=x onerror=alert(1)>" in answer.inner_text()
+    assert page.locator("img").count() == 0 and page.locator("script:not([src])").count() == 0
+    assert page.locator("a[href^='javascript']").count() == 0
+    assert answer.locator(".unsafe-link").inner_text() == "click me"
+    assert answer.locator("strong").inner_text() == "bold"
+    link = answer.locator("a")
+    assert link.get_attribute("href") == "https://example.com/docs"
+    assert "noopener" in (link.get_attribute("rel") or "")
+    assert page.evaluate("window.__pwned") is None
+    assert "<img src=x onerror=alert(1)>" in page.locator("#timeline").inner_text()
+    assert not session.dialogs and not session.errors
+    session.assert_same_origin_only()  # no request for "x", nor for example.com
+    assert not any(urlsplit(r.url).path == "/x" for r in session.requests)
+    session.close("untrusted_text.png")
+
+
+def test_api_errors_are_shown_with_status_and_message(browser: Any, server: ServerProcess) -> None:
+    session = Page(browser, server.http_base)
+    session.page.goto(server.http_base + "/#no_such_network")
+    banner = session.page.locator("#error")
+    banner.wait_for()
+    assert "HTTP 404" in banner.inner_text() and "no_such_network" in banner.inner_text()
+    session.page.fill("#sly-in", "[1, 2]")
+    session.page.goto(server.http_base + "/#math_guy")
+    session.page.reload()
+    session.page.locator("svg.graph g.node[data-name='calculator']").wait_for()
+    session.page.fill("#sly-in", "not json")
+    session.page.fill("#user-input", "1 + 1")
+    session.page.click("#send")
+    assert "sly_data" in session.page.locator("#sly-in-error").inner_text()
+    assert not session.chat_bodies()  # nothing was sent
+    session.close("errors.png")
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    keys = tmp_path_factory.mktemp("keys") / "keys.json"
+    keys.write_text(json.dumps({"keys": [{"name": "playground", "key": KEY, "agents": ["*"]}]}))
+    with start_server(http=True, env={"AGENT_API_KEYS_FILE": str(keys)}) as running:
+        yield running
+
+
+def test_a_server_with_api_keys_asks_for_one_then_works(browser: Any, secured: ServerProcess) -> None:
+    session = Page(browser, secured.http_base)
+    page = session.page
+    page.goto(secured.http_base + "/")  # the page itself is public
+    page.locator("#key-panel").wait_for()
+    assert "HTTP 401" in page.locator("#error").inner_text()
+    page.fill("#api-key", KEY)
+    page.click("#api-key-save")
+    page.click("#agent-list button[data-agent='echo']")
+    page.locator("svg.graph g.node[data-name='echoer']").wait_for()
+    assert "hello" in session.send("hello").inner_text()
+    chat = [r for r in session.requests if r.url.endswith("/streaming_chat")][-1]
+    assert chat.headers["authorization"] == f"Bearer {KEY}"
+    assert page.evaluate("sessionStorage.length") == 1 and page.evaluate("localStorage.length") == 0
+    assert page.locator("#error").is_hidden()
+    session.assert_same_origin_only()
+    session.close("api_key.png")
