@@ -159,6 +159,25 @@ def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, se
     session.close("math_guy_new_conversation.png")
 
 
+def test_external_agents_are_told_apart_and_show_their_function(browser: Any, server: ServerProcess) -> None:
+    session = Page(browser, server.http_base)
+    page = session.page
+    page.goto(server.http_base + "/#math_guy_passthrough")
+    external = page.locator("svg.graph g.node[data-name='/math_guy']")
+    external.wait_for()
+    assert external.get_attribute("data-kind") == "external_agent"
+    assert page.locator("svg.graph g.node.front").get_attribute("data-kind") == "llm_agent"
+    assert page.locator(".legend").inner_text().split("\n") == ["agent", "external agent"]
+    external.click()
+    page.wait_for_function("() => document.getElementById('node-details').innerText.includes('I do arithmetic.')")
+    page.goto(server.http_base + "/#hello_world")
+    page.reload()
+    page.locator("button.sample").click()  # the network's sample query fills the input
+    assert page.locator("#user-input").input_value() == "hello world"
+    session.assert_same_origin_only()
+    session.close("external_agent.png")
+
+
 def test_untrusted_text_stays_text(browser: Any, server: ServerProcess) -> None:
     session = Page(browser, server.http_base)
     page = session.page
@@ -212,7 +231,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
 def test_a_server_with_api_keys_asks_for_one_then_works(browser: Any, secured: ServerProcess) -> None:
     session = Page(browser, secured.http_base)
     page = session.page
-    page.goto(secured.http_base + "/")  # the page itself is public
+    assert page.goto(secured.http_base + "/").status == 200  # the page itself is public
     page.locator("#key-panel").wait_for()
     assert "HTTP 401" in page.locator("#error").inner_text()
     page.fill("#api-key", KEY)

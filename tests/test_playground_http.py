@@ -5,15 +5,20 @@ and serve's start-up line. Real ``neuro-san serve`` processes on free loopback p
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 
-from playground.assets import REQUIRED, load_assets
+from playground.assets import REQUIRED, AssetTable, load_assets
+from playground.frontend import PlaygroundFrontEnd
 from playground.switch import playground_enabled
 from tests.gateway_http_support import call, wait_for
 from tests.support.servers import ROOT, ServerProcess, free_port, launch, start_server
@@ -127,3 +132,14 @@ def test_missing_assets_are_named(tmp_path: Path) -> None:
     table = load_assets(tmp_path)
     assert "index.html" not in table.missing and "js/main.js" in table.missing
     assert load_assets().missing == ()  # the installed package has them all
+
+
+def test_a_broken_install_says_what_is_missing(caplog: pytest.LogCaptureFixture) -> None:
+    """Assets missing (a wheel built without its package data): logged at start, 503 with the list."""
+    with caplog.at_level(logging.ERROR, logger="playground.frontend"):
+        frontend = PlaygroundFrontEnd(cast(Any, None), True, AssetTable({}, ("index.html", "js/main.js")))
+    assert "playground assets missing" in caplog.text and "js/main.js" in caplog.text
+    request = make_mocked_request("GET", "/", headers={"Accept": "text/html"})
+    response = asyncio.run(frontend.root(request, {}))
+    assert response.status == 503
+    assert b"js/main.js" in cast(bytes, cast(Any, response).body)

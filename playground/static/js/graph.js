@@ -71,9 +71,10 @@ function shortLabel(name) {
   return name.length > 20 ? `${name.slice(0, 19)}…` : name;
 }
 
-// Draws into `container`; onSelect(node) is called on click (and Enter) on a node.
+// Draws into `container`; onSelect(node) is called on click (and Enter) on a node, and
+// describe(node) may give a line (the Function's description) for the hover title.
 // Returns {highlight(name|null)} to light up the node that is working.
-export function drawGraph(container, connectivity, onSelect) {
+export function drawGraph(container, connectivity, onSelect, describe = () => '') {
   const model = buildModel(connectivity);
   const { width, height } = layout(model);
   const byName = new Map(model.nodes.map((node) => [node.name, node]));
@@ -111,7 +112,8 @@ export function drawGraph(container, connectivity, onSelect) {
       onclick: () => onSelect(node),
       onkeydown: (event) => { if (event.key === 'Enter') onSelect(node); },
     },
-    svg('title', {}, `${node.name} (${node.front ? 'front man, ' : ''}${label}) — click for its Function`),
+    svg('title', {}, [`${node.name} (${node.front ? 'front man, ' : ''}${label})`, describe(node), 'click for details']
+      .filter(Boolean).join('\n')),
     svg('rect', { width: NODE_WIDTH, height: NODE_HEIGHT, rx: 8, ry: 8 }),
     svg('text', { x: NODE_WIDTH / 2, y: 16, 'text-anchor': 'middle', class: 'node-name' }, shortLabel(node.name)),
     svg('text', { x: NODE_WIDTH / 2, y: 30, 'text-anchor': 'middle', class: 'node-kind' }, node.front ? `front man · ${label}` : label));

@@ -90,8 +90,14 @@ async function selectAgent(name) {
     state.func = func.function || {};
     const listed = state.agents.find((agent) => agent.agent_name === name);
     const description = (listed && listed.description) || state.func.description || '';
-    $('agent-header').replaceChildren(el('h2', {}, name), description ? el('p', {}, description) : null);
-    state.graph = drawGraph($('graph'), connectivity, showNode);
+    const samples = ((connectivity.metadata || {}).sample_queries || []).filter((sample) => typeof sample === 'string');
+    $('agent-header').replaceChildren(el('h2', {}, name), description ? el('p', {}, description) : null,
+      samples.length ? el('div', { class: 'samples' }, el('span', { class: 'hint' }, 'try: '),
+        samples.map((sample) => el('button', {
+          type: 'button', class: 'sample', onclick: () => { $('user-input').value = sample; $('user-input').focus(); },
+        }, sample))) : null);
+    state.graph = drawGraph($('graph'), connectivity, showNode,
+      (node) => (node.front ? state.func.description || '' : ''));
     for (const control of ['user-input', 'send', 'new-conversation']) $(control).disabled = false;
     $('user-input').focus();
   } catch (error) {
@@ -121,6 +127,8 @@ async function showNode(node) {
   } else if (!rows[1]) {
     rows.push(el('p', { class: 'hint' }, 'The HTTP API publishes the Function of a network\'s front man only.'));
   }
+  const metadata = node.entry && node.entry.metadata;
+  if (metadata && Object.keys(metadata).length) rows.push(el('pre', {}, prettyJson(metadata)));
   const tools = (node.entry && node.entry.tools) || [];
   if (tools.length) rows.push(el('p', {}, `calls: ${tools.join(', ')}`));
   box.replaceChildren(...rows);
