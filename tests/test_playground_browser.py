@@ -159,6 +159,65 @@ def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, se
     session.close("math_guy_new_conversation.png")
 
 
+SLEEPY_NETWORK = {
+    "llm_config": {"class": "scripted"},
+    "metadata": {"description": "Naps before it answers.", "tags": ["test"]},
+    "tools": [
+        {"name": "sleeper", "function": {"description": "I wait."}, "instructions": "Use the napper.",
+         "tools": ["napper"], "llm_config": {"class": "scripted", "reply": "Rested: {results}."}},
+        {"name": "napper", "class": "napper.Napper",
+         "function": {"description": "Naps.", "parameters": {
+             "type": "object", "properties": {"why": {"type": "string"}}, "required": ["why"]}}},
+    ],
+}
+NAPPER = """
+import asyncio
+from neuro_san.interfaces.coded_tool import CodedTool
+
+
+class Napper(CodedTool):
+    async def async_invoke(self, args, sly_data):
+        await args["progress_reporter"].async_report_progress({"progress": 0.0}, "napping")
+        await asyncio.sleep(2.0)
+        return "awake"
+"""
+
+
+@pytest.fixture(scope="module")
+def sleepy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    root = tmp_path_factory.mktemp("sleepy")
+    (root / "sleepy.hocon").write_text(json.dumps(SLEEPY_NETWORK))
+    (root / "manifest.hocon").write_text(json.dumps({"sleepy.hocon": True}))
+    (root / "coded_tools" / "sleepy").mkdir(parents=True)
+    (root / "coded_tools" / "sleepy" / "napper.py").write_text(NAPPER)
+    args = ["--tool-path", str(root / "coded_tools")]
+    with start_server(root / "manifest.hocon", http=True, extra_args=args) as running:
+        yield running
+
+
+def test_the_timeline_fills_and_the_working_node_lights_up_while_the_stream_runs(
+    browser: Any, sleepy: ServerProcess
+) -> None:
+    session = Page(browser, sleepy.http_base)
+    page = session.page
+    page.goto(sleepy.http_base + "/#sleepy")
+    page.locator("svg.graph g.node[data-name='napper']").wait_for()
+    page.fill("#user-input", "take a nap")
+    page.click("#send")
+    page.locator("#timeline .step.progress", has_text="napping").wait_for()
+    # The answer has not come yet: what is on screen arrived while the stream runs.
+    assert page.locator(".message.agent.pending").count() == 1
+    assert page.locator("#timeline .step.tool-call").count() == 1
+    assert page.locator("svg.graph g.node.working").get_attribute("data-name") == "napper"
+    assert "napper working" in page.locator("#working").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "while_streaming.png"), full_page=True)
+    page.wait_for_function("() => !document.querySelector('.message.agent.pending')")
+    assert "awake" in page.locator(".message.agent").inner_text()
+    assert page.locator("svg.graph g.node.working").count() == 0
+    session.assert_same_origin_only()
+    session.close("after_streaming.png")
+
+
 def test_external_agents_are_told_apart_and_show_their_function(browser: Any, server: ServerProcess) -> None:
     session = Page(browser, server.http_base)
     page = session.page
@@ -218,6 +277,56 @@ def test_api_errors_are_shown_with_status_and_message(browser: Any, server: Serv
     assert "sly_data" in session.page.locator("#sly-in-error").inner_text()
     assert not session.chat_bodies()  # nothing was sent
     session.close("errors.png")
+
+
+MARKDOWN_PAYLOADS = [
+    "<script>window.__pwned = 1</script>",
+    "<img src=x onerror=window.__pwned=1>",
+    "[a](javascript:window.__pwned=1)",
+    "[a](JaVaScRiPt:window.__pwned=1)",
+    "[a](java\tscript:window.__pwned=1)",
+    "[a](data:text/html,<script>window.__pwned=1</script>)",
+    "[a](vbscript:msgbox)",
+    "![a](https://tracker.example/pixel.png)",
+    "<a href=\"javascript:window.__pwned=1\">a</a>",
+    "<svg onload=window.__pwned=1>",
+    "**<iframe src=javascript:window.__pwned=1>**",
+    "`<b>code</b>` and ```\n<script>x</script>\n```",
+    "[ok](https://example.com/a_(b)) and https://example.com/plain.",
+    "[mail](mailto:someone@example.com)",
+]
+
+RENDER_ALL = """async (payloads) => {
+  const { renderMarkdown } = await import('/playground/js/markdown.js');
+  return payloads.map((text) => {
+    const root = renderMarkdown(text);
+    return {
+      tags: [...root.querySelectorAll('*')].map((node) => node.tagName.toLowerCase()),
+      hrefs: [...root.querySelectorAll('[href]')].map((node) => node.getAttribute('href')),
+      attributes: [...root.querySelectorAll('*')].flatMap((node) => node.getAttributeNames()),
+      text: root.textContent,
+    };
+  });
+}"""
+
+
+def test_markdown_renders_only_safe_elements_and_links(browser: Any, server: ServerProcess) -> None:
+    session = Page(browser, server.http_base)
+    session.page.goto(server.http_base + "/")
+    results = session.page.evaluate(RENDER_ALL, MARKDOWN_PAYLOADS)
+    allowed_tags = {"p", "strong", "em", "code", "pre", "a", "span", "ul", "ol", "li", "h1", "h2", "h3",
+                    "h4", "h5", "h6", "blockquote", "hr"}
+    allowed_attributes = {"href", "target", "rel", "class", "title"}
+    for payload, result in zip(MARKDOWN_PAYLOADS, results, strict=True):
+        assert set(result["tags"]) <= allowed_tags, (payload, result)
+        assert set(result["attributes"]) <= allowed_attributes, (payload, result)
+        assert all(href.startswith(("https://", "mailto:")) for href in result["hrefs"]), (payload, result)
+    assert results[0]["text"] == MARKDOWN_PAYLOADS[0]  # raw HTML is shown as the text it is
+    assert results[-2]["hrefs"] == ["https://example.com/a_(b)", "https://example.com/plain"]
+    assert results[-1]["hrefs"] == ["mailto:someone@example.com"]
+    assert session.page.evaluate("window.__pwned") is None and not session.dialogs
+    session.assert_same_origin_only()  # the image was not fetched
+    session.context.close()
 
 
 @pytest.fixture(scope="module")

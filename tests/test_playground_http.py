@@ -12,11 +12,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
+from gateway.frontends import FrontEndRoute
+from neuro_san.cli.startup_line import urls_line
 from playground.assets import REQUIRED, AssetTable, load_assets
 from playground.frontend import PlaygroundFrontEnd
 from playground.switch import playground_enabled
@@ -143,3 +146,25 @@ def test_a_broken_install_says_what_is_missing(caplog: pytest.LogCaptureFixture)
     response = asyncio.run(frontend.root(request, {}))
     assert response.status == 503
     assert b"js/main.js" in cast(bytes, cast(Any, response).body)
+
+
+class _RoutesOf:
+    def __init__(self, *templates: str) -> None:
+        self.templates = templates
+
+    def routes(self) -> list[Any]:
+        return [FrontEndRoute("GET", template, "x", cast(Any, None)) for template in self.templates]
+
+
+def test_the_start_up_line_names_mcp_only_when_it_is_mounted() -> None:
+    def handle(*frontends: _RoutesOf) -> Any:
+        return SimpleNamespace(scheme="http", port=8080, gateway=SimpleNamespace(frontends=list(frontends)))
+
+    plain = urls_line("0.0.0.0", 30011, handle(_RoutesOf("/", "/playground/{path=**}")), True)
+    assert plain == ("neuro-san: playground http://127.0.0.1:8080/ · REST http://127.0.0.1:8080/api/v1/"
+                     " · gRPC 127.0.0.1:30011")
+    with_mcp = urls_line("127.0.0.1", 1, handle(_RoutesOf("/"), _RoutesOf("/mcp")), True)
+    assert with_mcp.endswith(" · MCP http://127.0.0.1:8080/mcp")
+    assert urls_line("::1", 1, handle(_RoutesOf("/")), False) == (
+        "neuro-san: REST http://[::1]:8080/api/v1/ · gRPC [::1]:1")
+    assert urls_line("127.0.0.1", 1, None, False) == "neuro-san: gRPC 127.0.0.1:1"
