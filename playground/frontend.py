@@ -85,8 +85,8 @@ class PlaygroundFrontEnd:
         page.headers["Vary"] = "Accept"
         return page
 
-    async def asset(self, _request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
-        return self._serve(captures.get("path", ""), _request)
+    async def asset(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+        return self._serve(captures.get("path", ""), request)
 
     def _serve(self, relative: str, request: web.Request) -> web.Response:
         if self.assets.missing:

@@ -91,11 +91,12 @@ async function selectAgent(name) {
     const listed = state.agents.find((agent) => agent.agent_name === name);
     const description = (listed && listed.description) || state.func.description || '';
     const samples = ((connectivity.metadata || {}).sample_queries || []).filter((sample) => typeof sample === 'string');
-    $('agent-header').replaceChildren(el('h2', {}, name), description ? el('p', {}, description) : null,
+    // replaceChildren would show a null as the text "null": leave absent parts out.
+    $('agent-header').replaceChildren(...[el('h2', {}, name), description ? el('p', {}, description) : null,
       samples.length ? el('div', { class: 'samples' }, el('span', { class: 'hint' }, 'try: '),
         samples.map((sample) => el('button', {
           type: 'button', class: 'sample', onclick: () => { $('user-input').value = sample; $('user-input').focus(); },
-        }, sample))) : null);
+        }, sample))) : null].filter(Boolean));
     state.graph = drawGraph($('graph'), connectivity, showNode,
       (node) => (node.front ? state.func.description || '' : ''));
     for (const control of ['user-input', 'send', 'new-conversation']) $(control).disabled = false;
