@@ -202,7 +202,8 @@ def test_the_timeline_fills_and_the_working_node_lights_up_while_the_stream_runs
     page = session.page
     page.goto(sleepy.http_base + "/#sleepy")
     page.locator("svg.graph g.node[data-name='napper']").wait_for()
-    assert page.locator("#agent-header").inner_text().split("\n") == ["sleepy", "Naps before it answers."]
+    header = [line for line in page.locator("#agent-header").inner_text().split("\n") if line.strip()]
+    assert header == ["sleepy", "Naps before it answers."]
     page.fill("#user-input", "take a nap")
     page.click("#send")
     page.locator("#timeline .step.progress", has_text="napping").wait_for()
