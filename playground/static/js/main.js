@@ -291,6 +291,11 @@ function wire() {
   $('api-key').addEventListener('keydown', (event) => { if (event.key === 'Enter') useKey(); });
   $('api-key-forget').addEventListener('click', () => { setApiKey(''); $('api-key').value = ''; });
   $('key-toggle').addEventListener('click', () => show($('key-panel'), $('key-panel').hidden));
+  // Back/forward and edited URLs (#agent_name) pick that agent.
+  window.addEventListener('hashchange', () => {
+    const wanted = decodeURIComponent(window.location.hash.slice(1));
+    if (wanted && wanted !== state.agent) selectAgent(wanted);
+  });
 }
 
 wire();
