@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from playground.assets import REQUIRED, AssetTable, load_assets
 from playground.frontend import PlaygroundFrontEnd
 from playground.switch import playground_enabled
 from tests.gateway_http_support import call, wait_for
-from tests.support.servers import ROOT, ServerProcess, free_port, launch, start_server
+from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
@@ -86,8 +87,13 @@ def test_agent_playground_zero_turns_it_off_and_a_bad_value_is_refused() -> None
     with start_server(http=True, env={"AGENT_PLAYGROUND": "0"}) as running:
         reply = call(running.http_port, "GET", "/", headers={"Accept": BROWSER_ACCEPT})
         assert reply.headers["Content-Type"].startswith("application/json")
-    with pytest.raises(RuntimeError, match="AGENT_PLAYGROUND='maybe'"):
-        launch(http=True, env={"AGENT_PLAYGROUND": "maybe"})
+    command = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1",
+               "--port", str(free_port()), "--http-port", str(free_port())]
+    env = {**os.environ, "AGENT_PLAYGROUND": "maybe"}
+    refused = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert refused.returncode == 2
+    assert "AGENT_PLAYGROUND='maybe'" in refused.stdout + refused.stderr
+    assert "READY" not in refused.stdout
 
 
 def test_serve_prints_one_line_with_the_urls_and_keeps_the_ready_line(server: ServerProcess) -> None:
