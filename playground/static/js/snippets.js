@@ -27,16 +27,25 @@ export function grpcurlSnippet(request, withKey) {
   return `# the server's gRPC port (default 30011)\n${lines.join(' \\\n')}`;
 }
 
+// The body as a raw triple-quoted string for json.loads (readable, and JSON's own
+// backslashes stay as they are); a body that holds three quotes in a row falls back to
+// one quoted line.
+function pythonJsonLiteral(body) {
+  const text = JSON.stringify(body, null, 2);
+  const fence = "'".repeat(3);
+  return text.includes(fence) ? JSON.stringify(JSON.stringify(body)) : `r${fence}${text}${fence}`;
+}
+
 export function pythonSnippet(request, origin, withKey) {
   const headers = withKey
     ? '{"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["NEURO_SAN_API_KEY"]}'
     : '{"Content-Type": "application/json"}';
   return [
     'import json',
-    'import os',
+    withKey ? 'import os' : null,
     'import urllib.request',
     '',
-    `body = json.loads(${JSON.stringify(JSON.stringify(request.body))})`,
+    `body = json.loads(${pythonJsonLiteral(request.body)})`,
     'request = urllib.request.Request(',
     `    ${JSON.stringify(origin + request.path)},`,
     `    data=json.dumps(body).encode(), headers=${headers}, method="POST",`,
@@ -46,5 +55,5 @@ export function pythonSnippet(request, origin, withKey) {
     '        message = json.loads(line)["response"]',
     '        print(message["type"], message.get("text", ""))',
     '',
-  ].join('\n');
+  ].filter((line) => line !== null).join('\n');
 }
