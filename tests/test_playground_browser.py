@@ -129,6 +129,7 @@ def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, se
     history = second_body["chat_context"]["chat_histories"][0]["messages"]
     assert [m["text"] for m in history if m["type"] == "HUMAN"] == ["6 * 7"]
     assert page.locator(".message.user").all_inner_texts() == ["6 * 7", "2 + 3"]
+    page.screenshot(path=str(ARTIFACTS / "math_guy.png"))  # the one in docs/playground.png
 
     page.click("#copy-curl")
     curl = page.locator("#snippet").inner_text()
@@ -147,7 +148,6 @@ def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, se
     exported = json.loads(Path(download.value.path()).read_text())
     assert exported["agent"] == "math_guy" and [t["user"] for t in exported["turns"]] == ["6 * 7", "2 + 3"]
     assert exported["turns"][0]["sly_data_out"] == {"equals": 42}
-    session.page.screenshot(path=str(ARTIFACTS / "math_guy.png"), full_page=True)
 
     page.click("#new-conversation")
     assert page.locator(".message").count() == 0 and page.locator("#timeline .step").count() == 0
