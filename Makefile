@@ -10,8 +10,10 @@ TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
 PROTO_SRC := $(wildcard protos/neuro_san/api/grpc/*.proto)
 HOST ?= 127.0.0.1
+# The playground's browser tests drive Debian's chromium (never a downloaded browser).
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install run test test-fast protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak
+.PHONY: help install run test test-fast browser protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -49,10 +51,19 @@ buf-breaking: $(BUF) ## buf breaking against the first published API and the mai
 	else echo "buf-breaking: no main branch here; checked against the baseline only"; fi
 
 lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
-	$(VENV)/bin/ruff check neuro_san gateway tests bench mcp_frontend a2a_frontend
+	$(VENV)/bin/ruff check neuro_san gateway tests bench mcp_frontend a2a_frontend playground
 	$(VENV)/bin/mypy
 
-test: $(STAMP) proto-check lint ## install, check generated code and lint, then run the whole suite
+# As root (CI, the dev machines) a missing chromium is installed; anyone else is told how.
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the playground's browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "browser tests will be skipped: install Debian's chromium (apt-get install chromium)" >&2; fi
+
+browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root)
+
+test: $(STAMP) browser proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest
 
 test-fast: $(STAMP) ## only the test suite

@@ -4,9 +4,24 @@ The generated protobuf modules live in generated/ (the output of `make protos`, 
 edited by hand) but are imported as ``neuro_san.api.grpc``, the module path upstream
 neuro-san uses. Listing them here, with their folder, makes both regular and editable
 installs map them without any path hacks.
+
+Discovery is by namespace: the folders that hold only data (the bundled networks in
+``neuro_san/registries``, the example coded tools, the playground's ``static/``) are
+importable folders too, and setuptools warns about every such folder left out of
+``packages``. Listing them as (namespace) packages ships their files through
+``package-data`` with nothing to warn about; ``__pycache__`` folders are not packages.
+
+The ``neuro_san.api`` mapping makes an editable install use setuptools' import finder,
+which then reminds that "folders in your working directory with the same name as your
+package may take precedence". Here those folders *are* the package's sources (the
+finder maps to them), so the note cannot apply; it alone is filtered, by its text.
 """
 
-from setuptools import find_packages, setup
+import warnings
+
+from setuptools import find_namespace_packages, setup
+
+warnings.filterwarnings("ignore", message=r"\s*Editable installation\.")
 
 GENERATED = {
     "neuro_san.api": "generated/neuro_san/api",
@@ -14,7 +29,10 @@ GENERATED = {
 }
 
 setup(
-    packages=find_packages(include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "mcp_frontend", "mcp_frontend.*",
-                            "a2a_frontend", "a2a_frontend.*"]) + list(GENERATED),
+    packages=find_namespace_packages(
+        include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "playground", "playground.*",
+                 "mcp_frontend", "mcp_frontend.*", "a2a_frontend", "a2a_frontend.*"],
+        exclude=["*.__pycache__"],
+    ) + list(GENERATED),
     package_dir=GENERATED,
 )

@@ -29,7 +29,7 @@ from gateway.metadata import HeaderMapper, parse_timeout
 from gateway.metrics import CLIENT_CLOSED, PREFLIGHT, UNMATCHED, metrics_endpoint, observe
 from gateway.mux import Entry, MethodNotAllowed, NoRoute, Router
 from gateway.openapi import build_document
-from gateway.pattern import CompiledPattern, parse_template
+from gateway.pattern import CompiledPattern, Template, parse_template
 from gateway.routes import Route, routes_from_services
 from neuro_san.core.errors import Code
 
@@ -128,7 +128,9 @@ class Gateway:
         self.frontends: list[FrontEnd] = [factory(context) for factory in frontends]
         for frontend in self.frontends:
             for frontend_route in frontend.routes():
-                template = parse_template(frontend_route.template)
+                # "/" has no segment to parse: it is the template with none (the playground's page).
+                template = (Template("/", (), "") if frontend_route.template == "/"
+                            else parse_template(frontend_route.template))
                 pattern = CompiledPattern(template, greedy=frozenset(template.variable_names))
                 entries.append(Entry(frontend_route.http_method, pattern, frontend_route))
         self.router: Router[ApiTarget | Endpoint | FrontEndRoute] = Router(entries)

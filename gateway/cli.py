@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap on Grpc-Timeout, and the deadline when a request sends none",
     )
     add_http_tls_arguments(parser)
+    from playground.switch import add_argument as add_playground_argument
+
+    add_playground_argument(parser)
     tls = parser.add_argument_group("TLS to the gRPC target")
     tls.add_argument(
         "--target-tls", action="store_true", default=_env_flag("AGENT_GRPC_TARGET_TLS"),
@@ -134,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_serve(args))
     except KeyboardInterrupt:
         pass
-    except (TlsConfigError, ssl.SSLError, OSError) as error:  # bad TLS files, port taken: say so, no traceback
+    # Bad TLS files, port taken, a bad AGENT_PLAYGROUND: say so, no traceback.
+    except (TlsConfigError, ssl.SSLError, OSError, ValueError) as error:
         log.error("gateway cannot start: %s", error)
         return 2
     return 0
@@ -149,10 +153,14 @@ async def _serve(args: argparse.Namespace) -> None:
     from a2a_frontend import make_a2a_frontend
     from gateway.server import start_gateway  # aiohttp and grpc load only when the gateway runs
     from mcp_frontend import mcp_frontends
+    from playground import make_frontend, playground_enabled
 
-    handle = await start_gateway(
-        args.target, args.host, args.port, config_from_args(args), frontends=[*mcp_frontends(), make_a2a_frontend]
-    )
+    frontends = [
+        *mcp_frontends(),
+        make_a2a_frontend,
+        make_frontend(playground_enabled(getattr(args, "no_playground", False))),
+    ]
+    handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=frontends)
     # Tests and supervisors read the bound port from this line.
     print(f"gateway listening on {handle.scheme}://{args.host}:{handle.port} -> {args.target}", flush=True)
     try:

@@ -30,6 +30,7 @@ def add_command(commands: Any) -> None:
         "--http-port", type=int, default=None, help="HTTP port (AGENT_HTTP_PORT, default 8080)"
     )
     parser.add_argument("--no-http", action="store_true", help="serve gRPC only")
+    _add_playground_argument(parser)
     _add_http_tls_arguments(parser)
     parser.add_argument(
         "--manifest", action="append", default=None, metavar="FILE",
@@ -64,6 +65,12 @@ def add_command(commands: Any) -> None:
         help="log level (AGENT_SERVICE_LOG_LEVEL, default INFO)",
     )
     parser.set_defaults(func=run)
+
+
+def _add_playground_argument(parser: argparse.ArgumentParser) -> None:
+    from playground.switch import add_argument
+
+    add_argument(parser)
 
 
 def _add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
@@ -164,6 +171,7 @@ async def _serve(args: argparse.Namespace) -> int:
         log.info("Prometheus metrics on %s:%d/metrics", config.host, metrics_port)
     gateway = None
     local = None
+    playground = False
     if not args.no_http:
         from a2a_frontend import make_a2a_frontend
         from gateway import GatewayConfig, start_gateway
@@ -172,6 +180,14 @@ async def _serve(args: argparse.Namespace) -> int:
 
         if in_process:  # the gateway calls the service layer directly, no gRPC hop
             local = InProcessInvoker(server.handlers.generic, server.health, config.max_message_bytes)
+        from playground import make_frontend, playground_enabled
+
+        try:
+            playground = playground_enabled(args.no_playground)
+        except ValueError as error:
+            log.error("%s", error)
+            await server.stop(0)
+            return 2
 
         http_port = args.http_port
         if http_port is None:
@@ -192,13 +208,15 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
-                frontends=[*mcp_frontends(), make_a2a_frontend],
+                frontends=[*mcp_frontends(), make_a2a_frontend, make_frontend(playground)],
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)
             await server.stop(0)
             return 2
-        log.info("HTTP gateway listening on %s://%s:%d", gateway.scheme, config.host, gateway.port)
+    from neuro_san.cli.startup_line import urls_line
+
+    print(urls_line(config.host, server.port, gateway, playground), flush=True)
     # One line machines can wait for (tests, scripts): the ports actually bound.
     workers.announce_ready(f"READY grpc={server.port} http={gateway.port if gateway else 0} metrics={metrics_port}")
 

@@ -1,0 +1,35 @@
+"""``--no-playground`` and ``AGENT_PLAYGROUND``: whether ``/`` serves the app."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+
+ENV_VAR = "AGENT_PLAYGROUND"
+_OFF = frozenset({"0", "false", "no", "off"})
+_ON = frozenset({"", "1", "true", "yes", "on"})
+
+
+def add_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--no-playground`` flag, shared by ``serve`` and the standalone gateway."""
+    parser.add_argument(
+        "--no-playground", action="store_true",
+        help="do not serve the web playground at / (AGENT_PLAYGROUND=0); / still answers health",
+    )
+
+
+def playground_enabled(no_playground_flag: bool = False, env: Mapping[str, str] | None = None) -> bool:
+    """On unless the flag is given or ``AGENT_PLAYGROUND`` says off.
+
+    A value that is neither on nor off is refused (a typo must not silently publish or
+    hide the page).
+    """
+    if no_playground_flag:
+        return False
+    value = (os.environ if env is None else env).get(ENV_VAR, "").strip().lower()
+    if value in _OFF:
+        return False
+    if value in _ON:
+        return True
+    raise ValueError(f"{ENV_VAR}={value!r}: use 1 (serve the playground) or 0 (do not)")
