@@ -100,7 +100,8 @@ def test_serve_prints_one_line_with_the_urls_and_keeps_the_ready_line(server: Se
     lines = server.log().splitlines()
     [urls] = [line for line in lines if line.startswith("neuro-san: ")]
     base = f"http://127.0.0.1:{server.http_port}"
-    assert urls == f"neuro-san: playground {base}/ · REST {base}/api/v1/ · gRPC 127.0.0.1:{server.grpc_port}"
+    grpc = f"127.0.0.1:{server.grpc_port}"
+    assert urls == f"neuro-san: playground {base}/ · REST {base}/api/v1/ · gRPC {grpc} · MCP {base}/mcp"
     assert f"READY grpc={server.grpc_port} http={server.http_port} metrics=0" in lines
 
 
