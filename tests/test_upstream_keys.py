@@ -71,3 +71,11 @@ def test_periodic_manifest_entries_are_refused_and_the_rest_served(tmp_path: Pat
         f"{path}: cron.hocon.periodic: periodic (cron) interactions are not supported by this server",
         f"{path}: every_minute.hocon.periodic: periodic (cron) interactions are not supported by this server",
     ]
+
+
+def test_llm_info_file_from_the_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LLM_INFO_FILE", "/etc/llm_info.hocon")
+    with pytest.raises(NetworkLoadError) as caught:
+        build_network(_document(), "net.hocon", "net")
+    assert "AGENT_LLM_INFO_FILE is set" in caught.value.reason
+

@@ -10,6 +10,7 @@ full table, with what is implemented, is docs/compatibility.md.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,13 @@ def refuse_unsupported_keys(document: Mapping[str, Any], file: str) -> None:
     """Raise :class:`NetworkLoadError` for the first behaviour-changing key this server
     does not implement, at the top level or in any agent."""
     _error_handling(document, "", file)
+    if os.environ.get("AGENT_LLM_INFO_FILE", "").strip():
+        raise NetworkLoadError(
+            file,
+            "",
+            "AGENT_LLM_INFO_FILE is set, but LLM info files (custom model tables and LLM classes) are "
+            "not supported: unset it and give each llm_config its class and model_name",
+        )
     if document.get("llm_info_file") is not None:
         raise NetworkLoadError(
             file,
