@@ -134,6 +134,12 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
     args = entry.get("args") or {}
     if not isinstance(args, dict):
         raise NetworkLoadError(file, f"{key_path}.args", f"must be a dict, not {type_name(args)}")
+    known = PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES
+    if class_name not in known:
+        reason = REFUSED_CLASSES.get(class_name) or (
+            "this server implements only these middleware classes: " + ", ".join(sorted(known))
+        )
+        raise NetworkLoadError(file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {reason}")
     allow = entry.get("allow")
     if isinstance(allow, dict) and allow.get("reservations"):
         raise NetworkLoadError(file, f"{key_path}.allow.reservations", "reservations are not supported")
@@ -143,13 +149,7 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
         return MiddlewareConfig("pii", class_name, f"PIIMiddleware[{pii.pii_type}]", pii)
     if class_name in SUMMARIZATION_CLASSES:
         return MiddlewareConfig("summarization", class_name, "SummarizationMiddleware", _summarization(check))
-    if class_name in TOOL_SELECTION_CLASSES:
-        return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
-    reason = REFUSED_CLASSES.get(class_name) or (
-        "this server implements only these middleware classes: "
-        + ", ".join(sorted(PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES))
-    )
-    raise NetworkLoadError(file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {reason}")
+    return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
 
 
 class _Args:
