@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -203,8 +204,13 @@ REFUSALS = [
     (
         {"class": "neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware",
          "args": {"sly_data": True}},
-        "tools[0].middleware[0].class",
-        "reservations",
+        "tools[0].middleware[0].allow.reservations",
+        "needs",
+    ),
+    (
+        {"class": PII, "args": {"pii_type": "email"}, "allow": {"reservations": True}},
+        "middleware[0].allow.reservations",
+        "only NetworkCopyMiddleware",
     ),
     ({"class": PII, "args": {"pii_type": "email", "strategy": "shred"}}, "middleware[0].args.strategy", "one of"),
     ({"class": PII, "args": {"pii_type": "phone"}}, "middleware[0].args.detector", "not a built-in"),
@@ -311,6 +317,43 @@ def test_tool_selection_that_names_no_known_tool_offers_them_all(tmp_path: Path)
         fake.enqueue(Reply.answer("I cannot decide"), Reply.answer("fine"))
         assert _final(await run_chat(host, "f", "hi")).text == "fine"
         assert [t["function"]["name"] for t in fake.requests[1].body["tools"]] == ["helper"]
+        await factory.aclose()
+
+    run_with_fake_llm(body)
+
+
+COPIER = {"class": "neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware",
+          "allow": {"reservations": True}, "args": {"reservationist": True, "sly_data": True}}  # fmt: skip
+
+
+def test_network_copy_reserves_a_temporary_network_callable_by_its_id() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        copier = {"name": "copy_cat", "instructions": "Answer JSON.", "middleware": [COPIER],
+                  "allow": {"to_upstream": {"sly_data": ["agent_reservations"]}}}  # fmt: skip
+        echo = {"llm_config": fake.llm_config(), "tools": [{"name": "echo", "instructions": "Echo."}]}
+        host, factory = make_host({"copy_cat": {"llm_config": fake.llm_config(), "tools": [copier]}, "echo": echo})
+        fake.enqueue(Reply.answer('{"agent_name": "echo.hocon"}'))
+        messages = await run_chat(host, "copy_cat", "copy echo", maximal=True)
+        final = _final(messages)
+        [reservation] = final.sly_data["agent_reservations"]
+        reservation_id = reservation["reservation_id"]
+        assert reservation_id.startswith("copy_cat-echo-") and reservation["lifetime_in_seconds"] == 300.0
+        assert final.text == (
+            f"The temporary agent name is {reservation_id}. Hurry, it's only available for 300.0 seconds."
+        )
+        assert any(m.type == MessageType.AGENT and m.text == '{"agent_name": "echo.hocon"}' for m in messages)
+        # The copy answers under its id, and is not listed.
+        assert _final(await run_chat(host, reservation_id, "hello copy")).text == "hello copy"
+        assert reservation_id not in [a.agent_name for a in host.list_agents(include_private=True)]
+        # Not JSON, or a network that is not served publicly.
+        fake.enqueue(Reply.answer("copy echo please"))
+        assert _final(await run_chat(host, "copy_cat", "x")).text == "Please provide the name of the network to copy."
+        fake.enqueue(Reply.answer('{"agent_name": "nope"}'))
+        expected = "Cannot find agent nope. Please provide a valid name of the network to copy."
+        assert _final(await run_chat(host, "copy_cat", "x")).text == expected
+        # It expires.
+        host.reservations.clock = lambda: time.time() + 301
+        assert not host.has_agent(reservation_id)
         await factory.aclose()
 
     run_with_fake_llm(body)

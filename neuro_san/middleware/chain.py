@@ -6,8 +6,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
-from neuro_san.middleware.config import MiddlewareConfig, PiiSettings, SummarizationSettings, ToolSelectionSettings
+from neuro_san.middleware.config import (
+    MiddlewareConfig,
+    NetworkCopySettings,
+    PiiSettings,
+    SummarizationSettings,
+    ToolSelectionSettings,
+)
 from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, ModelTurn
+from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
 from neuro_san.middleware.summarization import SummarizationMiddleware
 from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
@@ -27,6 +34,8 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         return SummarizationMiddleware(invocation, config.settings)
     if isinstance(config.settings, ToolSelectionSettings):
         return ToolSelectionMiddleware(invocation, config.settings)
+    if isinstance(config.settings, NetworkCopySettings):
+        return NetworkCopyMiddleware(invocation)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
@@ -65,6 +74,11 @@ class MiddlewareChain:
         for middleware in reversed(self.instances):
             response = await middleware.after_model(turn, response)
         return response
+
+    async def after_agent(self, answer: str) -> str:
+        for middleware in reversed(self.instances):
+            answer = await middleware.after_agent(answer)
+        return answer
 
 
 def middleware_chain(ctx: RequestContext, agent: AgentSpec, origin: OriginPath) -> MiddlewareChain | None:

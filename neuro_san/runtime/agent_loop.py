@@ -166,6 +166,8 @@ async def _run_llm_agent(
             f"agent {agent.name!r} used all {limit} iterations (max_iterations) without answering"
         )
 
+    if middleware is not None:
+        answer = await middleware.after_agent(answer)
     ctx.emit(MessageType.AI, origin, answer)
     ctx.emit(
         MessageType.AGENT,

@@ -15,6 +15,7 @@ from neuro_san.llm.interface import LlmMessage, ModelFactory, Usage
 from neuro_san.network.spec import NetworkSpec
 
 if TYPE_CHECKING:
+    from neuro_san.reservations.store import ReservationStore
     from neuro_san.runtime.coded_tools import CodedToolResolver
     from neuro_san.runtime.external import ExternalAgents
 
@@ -60,6 +61,8 @@ class RequestContext:
     usage_by_model: dict[str, ModelUsage] = field(default_factory=dict)
     #: Conversations a summarising middleware rewrote, by agent origin (chat_context).
     history_rewrites: dict[OriginPath, list[LlmMessage]] = field(default_factory=dict)
+    #: The server's temporary networks (NetworkCopyMiddleware); None where there are none.
+    reservations: ReservationStore | None = None
 
     def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
         """The origin of a new instance of ``tool`` called from ``parent``; the index

@@ -22,6 +22,7 @@ from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import ModelFactory, Usage
 from neuro_san.middleware.summarization import summarised_context
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
+from neuro_san.reservations.store import ReservationStore
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.context import Journal, RequestContext, usage_structure
@@ -58,15 +59,20 @@ class NetworkHost:
         self._keepalive = keepalive_seconds
         self._signer = signer
         self._telemetry = telemetry
+        #: Temporary networks (reservations), found after the source's networks.
+        self.reservations = ReservationStore(source)
+
+    def _find(self, agent: str) -> NetworkSpec | None:
+        return self._source.get(agent) or self.reservations.get(agent)
 
     def _network(self, agent: str) -> NetworkSpec:
-        network = self._source.get(agent)
+        network = self._find(agent)
         if network is None:
             raise AgentNotFound(agent)
         return network
 
     def has_agent(self, agent: str) -> bool:
-        return self._source.get(agent) is not None
+        return self._find(agent) is not None
 
     def is_public(self, agent: str) -> bool:
         network = self._source.get(agent)
@@ -131,6 +137,7 @@ class NetworkHost:
             externals=self._externals,
             metadata=request.metadata,
             telemetry=self._telemetry,
+            reservations=self.reservations,
         )
         if not streaming and self._keepalive <= 0:
             yield await self._run(ctx, request)
