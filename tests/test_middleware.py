@@ -357,3 +357,23 @@ def test_network_copy_reserves_a_temporary_network_callable_by_its_id() -> None:
         await factory.aclose()
 
     run_with_fake_llm(body)
+
+
+def test_output_blocking_and_middleware_on_a_coded_tool() -> None:
+    block = {"class": PII, "args": {"pii_type": "email", "strategy": "block", "apply_to_input": False,
+                                    "apply_to_output": True}}  # fmt: skip
+
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"guard": _network(fake.llm_config(), [block])})
+        fake.enqueue(Reply.answer("write to eve@example.com"))
+        final = _final(await run_chat(host, "guard", "who?"))
+        assert final.text.startswith("Error from guard: Agent stopped due to exception Detected 1 instance(s) of email")
+        await factory.aclose()
+
+    run_with_fake_llm(body)
+    with pytest.raises(NetworkLoadError) as caught:
+        build_network({"tools": [{"name": "a", "instructions": "x", "tools": ["t"]},
+                                 {"name": "t", "class": "m.T", "function": {"description": "d"},
+                                  "middleware": [{"class": PII, "args": {"pii_type": "email"}}]}]},
+                      "n.hocon", "n")  # fmt: skip
+    assert caught.value.key_path == "tools[1].middleware" and "coded tool" in caught.value.reason

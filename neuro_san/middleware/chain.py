@@ -56,8 +56,7 @@ class MiddlewareChain:
             for middleware in self.instances:
                 await middleware.before_model(turn)
         except AgentStopped as stop:
-            # neuro-san's wording for an agent ended by a middleware exception.
-            return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
+            return self._stopped(stop)
         self.tools = turn.tools
         return None
 
@@ -70,10 +69,19 @@ class MiddlewareChain:
         return {name: binding for name, binding in bindings.items() if name in names}
 
     async def after_model(self, messages: list[LlmMessage], response: ModelResponse) -> ModelResponse:
+        """Let each middleware (last first) rewrite the model's answer. A middleware that
+        stops the agent here turns the answer into the stop text, with no tool calls."""
         turn = ModelTurn(messages, self.tools)
-        for middleware in reversed(self.instances):
-            response = await middleware.after_model(turn, response)
+        try:
+            for middleware in reversed(self.instances):
+                response = await middleware.after_model(turn, response)
+        except AgentStopped as stop:
+            return ModelResponse(text=self._stopped(stop), usage=response.usage, model=response.model)
         return response
+
+    def _stopped(self, stop: AgentStopped) -> str:
+        # neuro-san's wording for an agent ended by a middleware exception.
+        return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
 
     async def after_agent(self, answer: str) -> str:
         for middleware in reversed(self.instances):

@@ -16,7 +16,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.middleware.config import parse_middleware
+from neuro_san.middleware.config import MiddlewareConfig, parse_middleware
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
@@ -232,8 +232,16 @@ def _build_agent(
         ),
         metadata=_frozen(metadata) if metadata is not None else None,
         max_iterations=max_iterations,
-        middleware=parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware"),
+        middleware=_middleware(raw, key_path, class_name, check),
     )
+
+
+def _middleware(
+    raw: dict[str, Any], key_path: str, class_name: str | None, check: _Checker
+) -> tuple[MiddlewareConfig, ...]:
+    if class_name is not None and raw.get("middleware"):
+        raise check.fail(f"{key_path}.middleware", "middleware acts on LLM agents; this agent is a coded tool")
+    return parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware")
 
 
 def _function(raw: Any, key_path: str, is_called: bool, check: _Checker) -> dict[str, Any]:
