@@ -4,6 +4,7 @@ fake LLM over real HTTP: what the LLM receives and what the client gets."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from tests.fakes.fake_llm import FakeToolCall, Reply
@@ -62,3 +63,40 @@ def test_pii_toolbox_and_refusals_on_a_served_network(tmp_path: Path) -> None:
             assert result.endswith("+00:00") and not result.startswith("Error")
             connectivity = json.loads(call(port, "GET", "/api/v1/clock/connectivity").body)
             assert connectivity["connectivity_info"][1]["display_as"] == "coded_tool"
+
+
+RECORDER = '''
+from neuro_san.interfaces.coded_tool import CodedTool
+
+class Recorder(CodedTool):
+    def invoke(self, args, sly_data):
+        with open(sly_data["log_file"], "a") as log:
+            log.write(str(sly_data.get("offset")) + "\\n")
+        return "recorded"
+'''
+
+
+def test_periodic_interactions_run_in_the_server_with_their_sly_data(tmp_path: Path) -> None:
+    (tmp_path / "ticker").mkdir()
+    (tmp_path / "ticker" / "recorder.py").write_text(RECORDER)
+    recorder = {"name": "recorder", "class": "recorder.Recorder", "function": {"description": "R."}}
+    network = {"tools": [{"name": "ticker", "instructions": "Record.", "tools": ["recorder"]}, recorder]}
+    (tmp_path / "ticker.json").write_text(json.dumps(network))
+    log_file = tmp_path / "fired.txt"
+    periodic = {"cron_schedule": "* * * * * *", "text": "tick", "sly_data": {"offset": 100, "log_file": str(log_file)}}
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"ticker.json": {"serve": True, "public": False, "periodic": periodic}}))
+
+    def rule(request: object) -> Reply | None:
+        messages = getattr(request, "messages", [])
+        return None if any(m.get("role") == "tool" for m in messages) else Reply.calls(FakeToolCall("recorder", {}))
+
+    with FakeInThread(rule=rule) as fake:
+        env = {**override_env(fake), "AGENT_TOOL_PATH": str(tmp_path)}
+        with start_server(manifest=manifest, env=env, http=True) as server:
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and len(log_file.read_text().split() if log_file.exists() else []) < 2:
+                time.sleep(0.1)
+            assert log_file.read_text().split()[:2] == ["100", "100"], server.log()[-3000:]
+            listing = json.loads(call(server.http_port, "GET", "/api/v1/list").body)
+            assert listing.get("agents", []) == []  # periodic does not make a network public

@@ -3,15 +3,12 @@ load with the key path and a reason (never accepted and ignored)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from neuro_san.network.builder import build_network
 from neuro_san.network.errors import NetworkLoadError
-from neuro_san.network.manifest import parse_manifest
 
 
 def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
@@ -55,22 +52,6 @@ def test_keys_that_change_nothing_observable_are_accepted() -> None:
     )  # fmt: skip
     spec = build_network(document, "net.hocon", "net")
     assert spec.front.structure_formats == ("json",)
-
-
-def test_periodic_manifest_entries_are_refused_and_the_rest_served(tmp_path: Path) -> None:
-    manifest = {
-        "cron.hocon": {"serve": True, "periodic": {"cron_schedule": "* * * * * */15", "text": "add 1 and 2"}},
-        "every_minute.hocon": {"serve": True, "periodic": True},
-        "plain.hocon": {"serve": True, "periodic": False},
-    }
-    path = tmp_path / "manifest.json"
-    path.write_text(json.dumps(manifest))
-    parsed = parse_manifest(manifest, path)
-    assert set(parsed.entries) == {"plain"}
-    assert sorted(str(e) for e in parsed.errors) == [
-        f"{path}: cron.hocon.periodic: periodic (cron) interactions are not supported by this server",
-        f"{path}: every_minute.hocon.periodic: periodic (cron) interactions are not supported by this server",
-    ]
 
 
 def test_llm_info_file_from_the_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,8 @@
 """Manifests: which network files a server serves, and under which agent names.
 
 A manifest (HOCON, YAML or JSON) maps paths relative to its own folder to ``true``,
-``false`` or ``{serve: bool, public: bool}``. Of upstream's other keys, a true
-``periodic`` is refused (cron interactions are not implemented) and ``mcp`` is ignored.
+``false`` or ``{serve: bool, public: bool, periodic: …}`` (``periodic``: scheduled chats,
+``neuro_san.periodic``). Upstream's ``mcp`` key is ignored here.
 The agent name is the path without its extension, sub-folders included:
 ``deep/math_guy.hocon`` serves ``deep/math_guy``.
 
@@ -23,6 +23,7 @@ from typing import Any
 
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
+from neuro_san.periodic.config import Interaction, parse_periodic
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ class ManifestEntry:
     public: bool
     #: The manifest that listed it.
     manifest: Path
+    #: Scheduled chats (``periodic``), run by ``neuro_san.periodic.scheduler``.
+    periodic: tuple[Interaction, ...] = ()
 
 
 @dataclass(slots=True)
@@ -150,6 +153,7 @@ def _entry(key: str, value: Any, manifest_path: Path) -> ManifestEntry:
         serve=serve,
         public=public,
         manifest=manifest_path,
+        periodic=parse_periodic(value.get("periodic"), file, f"{key}.periodic") if isinstance(value, dict) else (),
     )
 
 
@@ -166,9 +170,6 @@ def _options(key: str, value: Any, file: str) -> tuple[bool, bool]:
         if not isinstance(flag, bool):
             raise NetworkLoadError(file, f"{key}.{option}", f"must be true or false, not {flag!r}")
         flags[option] = flag
-    if value.get("periodic"):
-        # Cron-driven interactions (neuro-san's PeriodicEventInitiator) are not implemented.
-        raise NetworkLoadError(file, f"{key}.periodic", "periodic (cron) interactions are not supported by this server")
     for option in value:
         if option not in ("serve", "public"):
             logger.debug("%s: %s.%s is not used by this server; ignored", file, key, option)
