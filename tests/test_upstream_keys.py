@@ -1,14 +1,19 @@
-"""neuro-san 0.7.15 keys that change behaviour and are not implemented are refused at
-load with the key path and a reason (never accepted and ignored)."""
+"""neuro-san 0.7.15 keys that change behaviour: refused at load with the key path and a
+reason when not implemented (never accepted and ignored), and event invocation."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
 
+from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
 from neuro_san.network.errors import NetworkLoadError
+from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
+from tests.support.runtime import make_host, run_chat
 
 
 def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
@@ -25,14 +30,14 @@ def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]
         (_document({"max_execution_seconds": 5}), "tools[0].max_execution_seconds", "set it at the top level"),
         (_document({"max_attempts": 2}), "tools[0].max_attempts", "set it at the top level"),
         (
-            _document({"function": {"description": "d", "invocation": "event"}}),
+            _document({"function": {"description": "d", "invocation": "later"}}),
             "tools[0].function.invocation",
-            "invocation 'event' is not supported",
+            "invocation 'later' is unknown",
         ),
         (
-            _document({"function": {"description": "d", "invocation": {"invocation_type": "event"}}}),
+            _document({"function": {"description": "d", "invocation": {"invocation_type": 3}}}),
             "tools[0].function.invocation",
-            "invocation 'event'",
+            "invocation 3 is unknown",
         ),
         (_document({"allow": {"reservations": True}}), "tools[0].allow.reservations", "reservations"),
     ],
@@ -60,3 +65,23 @@ def test_llm_info_file_from_the_environment_is_refused(monkeypatch: pytest.Monke
         build_network(_document(), "net.hocon", "net")
     assert "AGENT_LLM_INFO_FILE is set" in caught.value.reason
 
+
+
+def test_event_invocation_acknowledges_at_once_and_works_in_the_background() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        function = {"description": "d", "invocation": {"invocation_type": "event"}}
+        front = {"name": "front", "instructions": "x", "function": function}
+        host, factory = make_host({"net": {"llm_config": fake.llm_config(), "tools": [front]}})
+        fake.enqueue(Reply.stall(0.5, Reply.answer("worked")))
+        started = time.monotonic()
+        [ack] = await run_chat(host, "net", "do it")
+        assert (ack.type, ack.text) == (MessageType.AGENT_FRAMEWORK, "Event acknowledged")
+        assert time.monotonic() - started < 0.4
+        assert await fake.wait_for(lambda: fake.request_count == 1, 2.0)
+        # MAXIMAL is an ordinary chat.
+        messages = await run_chat(host, "net", "again", maximal=True)
+        assert messages[-1].text == "again"
+        await asyncio.sleep(0.6)  # let the background work finish before the fake stops
+        await factory.aclose()
+
+    run_with_fake_llm(body)

@@ -49,14 +49,10 @@ def _agent(agent: Mapping[str, Any], key_path: str, file: str) -> None:
             )
     function = agent.get("function")
     if isinstance(function, dict):
-        invocation = function.get("invocation")
-        kind = invocation.get("invocation_type") if isinstance(invocation, dict) else invocation
-        if kind is not None and kind != "chatbot":
+        kind = invocation_kind(function)
+        if kind not in ("chatbot", "event"):
             raise NetworkLoadError(
-                file,
-                f"{key_path}.function.invocation",
-                f"invocation {kind!r} is not supported: only 'chatbot' (event invocation, where the "
-                "server answers 'Event acknowledged' and works in the background, is not implemented)",
+                file, f"{key_path}.function.invocation", f"invocation {kind!r} is unknown: use 'chatbot' or 'event'"
             )
     allow = agent.get("allow")
     if isinstance(allow, dict) and allow.get("reservations"):
@@ -65,6 +61,13 @@ def _agent(agent: Mapping[str, Any], key_path: str, file: str) -> None:
             f"{key_path}.allow.reservations",
             "reservations (temporary agent networks made by coded tools) are not supported by this server",
         )
+
+
+def invocation_kind(function: Mapping[str, Any]) -> Any:
+    """``function.invocation`` (a string, or ``{"invocation_type": …}``); default chatbot."""
+    invocation = function.get("invocation")
+    kind = invocation.get("invocation_type") if isinstance(invocation, Mapping) else invocation
+    return "chatbot" if kind is None else kind
 
 
 def _error_handling(config: Mapping[str, Any], prefix: str, file: str) -> None:

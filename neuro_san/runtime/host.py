@@ -13,6 +13,7 @@ from typing import Any
 from neuro_san.core.errors import AgentNotFound, RequestTimeout
 from neuro_san.core.messages import (
     AgentInfo,
+    ChatContext,
     ChatMessage,
     ChatRequest,
     ConnectivityEntry,
@@ -22,6 +23,7 @@ from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import ModelFactory, Usage
 from neuro_san.middleware.summarization import summarised_context
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
+from neuro_san.network.upstream_keys import invocation_kind
 from neuro_san.reservations.store import ReservationStore
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
@@ -61,6 +63,13 @@ class NetworkHost:
         self._telemetry = telemetry
         #: Temporary networks (reservations), found after the source's networks.
         self.reservations = ReservationStore(source)
+        #: Work of event invocations still running (kept so it is not garbage collected).
+        self._events: set[asyncio.Task[ChatMessage]] = set()
+
+    def _event_done(self, task: asyncio.Task[ChatMessage]) -> None:
+        self._events.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("event work of %s failed: %s", task.get_name(), type(task.exception()).__name__)
 
     def _find(self, agent: str) -> NetworkSpec | None:
         return self._source.get(agent) or self.reservations.get(agent)
@@ -139,6 +148,13 @@ class NetworkHost:
             telemetry=self._telemetry,
             reservations=self.reservations,
         )
+        if not streaming and invocation_kind(network.front.function) == "event":
+            # neuro-san's event invocation: acknowledge at once, do the work in the background.
+            task = asyncio.create_task(self._run(ctx, request))
+            self._events.add(task)
+            task.add_done_callback(self._event_done)
+            yield ChatMessage(type=MessageType.AGENT_FRAMEWORK, text="Event acknowledged", chat_context=ChatContext())
+            return
         if not streaming and self._keepalive <= 0:
             yield await self._run(ctx, request)
             return
