@@ -377,3 +377,52 @@ def test_output_blocking_and_middleware_on_a_coded_tool() -> None:
                                   "middleware": [{"class": PII, "args": {"pii_type": "email"}}]}]},
                       "n.hocon", "n")  # fmt: skip
     assert caught.value.key_path == "tools[1].middleware" and "coded tool" in caught.value.reason
+
+
+MAKER = '''
+from neuro_san.interfaces.coded_tool import CodedTool
+
+class Maker(CodedTool):
+    async def async_invoke(self, args, sly_data):
+        reservationist = args.get("reservationist")
+        if reservationist is None:
+            return "no reservationist"
+        reservation = await reservationist.reserve(lifetime_in_seconds=60, prefix="made")
+        async with reservationist:
+            event = await reservationist.deploy({reservation: args["network"]}, confirmation=True)
+        await event.wait()
+        return reservation.get_reservation_id()
+'''
+
+
+def test_a_coded_tool_with_allow_reservations_deploys_a_temporary_network(tmp_path: Path) -> None:
+    (tmp_path / "maker").mkdir()
+    (tmp_path / "maker" / "maker.py").write_text(MAKER)
+
+    async def body(fake: FakeLlmServer) -> None:
+        llm = fake.llm_config()
+        child = {"llm_config": llm, "tools": [{"name": "child", "instructions": "{greeting}"}],
+                 "commondefs": {"replacement_strings": {"greeting": "Be kind."}}}  # fmt: skip
+        broken = {"tools": [{"name": "a b"}]}
+        tools = [
+            {"name": "maker", "class": "maker.Maker", "function": {"description": "Makes."},
+             "args": {"network": child}, "allow": {"reservations": True}},
+            {"name": "broken", "class": "maker.Maker", "function": {"description": "Breaks."},
+             "args": {"network": broken}, "allow": {"reservations": True}},
+            {"name": "plain", "class": "maker.Maker", "function": {"description": "No."}, "args": {"network": child}},
+        ]  # fmt: skip
+        front = {"name": "front", "instructions": "x", "tools": ["maker", "broken", "plain"]}
+        host, factory = make_host({"maker": {"llm_config": llm, "tools": [front, *tools]}}, [tmp_path])
+        fake.enqueue(
+            Reply.calls(FakeToolCall("maker", {}), FakeToolCall("broken", {}), FakeToolCall("plain", {})),
+            Reply.answer("ok"),
+        )
+        await run_chat(host, "maker", "make one")
+        made, broke, plain = [m["content"] for m in fake.requests[1].body["messages"] if m["role"] == "tool"]
+        assert made.startswith("made-") and plain == "no reservationist"
+        assert broke.startswith("Error:") and "invalid agent name 'a b'" in broke
+        assert _final(await run_chat(host, made, "hi child")).text == "hi child"
+        assert fake.requests[-1].body["messages"][0] == {"role": "system", "content": "Be kind."}
+        await factory.aclose()
+
+    run_with_fake_llm(body)

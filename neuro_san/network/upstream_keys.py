@@ -55,11 +55,9 @@ def _agent(agent: Mapping[str, Any], key_path: str, file: str) -> None:
                 file, f"{key_path}.function.invocation", f"invocation {kind!r} is unknown: use 'chatbot' or 'event'"
             )
     allow = agent.get("allow")
-    if isinstance(allow, dict) and allow.get("reservations"):
+    if isinstance(allow, dict) and allow.get("reservations") and "class" not in agent:
         raise NetworkLoadError(
-            file,
-            f"{key_path}.allow.reservations",
-            "reservations (temporary agent networks made by coded tools) are not supported by this server",
+            file, f"{key_path}.allow.reservations", "reservations are for coded tools (agents with a 'class')"
         )
 
 

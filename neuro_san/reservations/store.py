@@ -52,20 +52,31 @@ class ReservationStore:
             return None
         return entry[0]
 
+    def reserve(self, lifetime_in_seconds: float, prefix: str) -> Reservation:
+        """A new id and expiry; nothing answers to it until :meth:`deploy`."""
+        reservation_id = f"{prefix}-{uuid.uuid4()}" if prefix else str(uuid.uuid4())
+        return Reservation(reservation_id, lifetime_in_seconds, self.clock() + lifetime_in_seconds)
+
+    def deploy(self, reservation: Reservation, spec: NetworkSpec) -> None:
+        """Serve ``spec`` under the reservation's id until it expires."""
+        now = self.clock()
+        with self._lock:
+            for name in [n for n, (_, at) in self._networks.items() if at <= now]:
+                del self._networks[name]
+            if len(self._networks) >= MAX_RESERVATIONS:
+                raise ReservationError("too many temporary networks; try again later")
+            self._networks[reservation.reservation_id] = (
+                replace(spec, name=reservation.reservation_id, public=False),
+                reservation.expiration_time_in_seconds,
+            )
+
     def copy(self, network_name: str, lifetime_in_seconds: float, prefix: str) -> Reservation:
         """Reserve a copy of the public served network ``network_name``. Raises
         :class:`ReservationError` for an unknown (or private) network or a full store."""
         original = self._source.get(network_name)
         if original is None or not original.public:
             raise ReservationError(f"no public network {network_name!r}")
-        now = self.clock()
-        reservation_id = f"{prefix}-{uuid.uuid4()}" if prefix else str(uuid.uuid4())
-        expires = now + lifetime_in_seconds
-        with self._lock:
-            for name in [n for n, (_, at) in self._networks.items() if at <= now]:
-                del self._networks[name]
-            if len(self._networks) >= MAX_RESERVATIONS:
-                raise ReservationError("too many temporary networks; try again later")
-            # Not public: a temporary network is called by its id, never listed.
-            self._networks[reservation_id] = (replace(original, name=reservation_id, public=False), expires)
-        return Reservation(reservation_id, lifetime_in_seconds, expires)
+        reservation = self.reserve(lifetime_in_seconds, prefix)
+        # Not public: a temporary network is called by its id, never listed.
+        self.deploy(reservation, original)
+        return reservation
