@@ -203,8 +203,13 @@ REFUSALS = [
     (
         {"class": "neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware",
          "args": {"sly_data": True}},
-        "tools[0].middleware[0].class",
-        "reservations",
+        "tools[0].middleware[0].allow.reservations",
+        "needs",
+    ),
+    (
+        {"class": PII, "args": {"pii_type": "email"}, "allow": {"reservations": True}},
+        "middleware[0].allow.reservations",
+        "only NetworkCopyMiddleware",
     ),
     ({"class": PII, "args": {"pii_type": "email", "strategy": "shred"}}, "middleware[0].args.strategy", "one of"),
     ({"class": PII, "args": {"pii_type": "phone"}}, "middleware[0].args.detector", "not a built-in"),
@@ -314,3 +319,24 @@ def test_tool_selection_that_names_no_known_tool_offers_them_all(tmp_path: Path)
         await factory.aclose()
 
     run_with_fake_llm(body)
+
+
+def test_output_blocking_and_middleware_on_a_coded_tool() -> None:
+    block = {"class": PII, "args": {"pii_type": "email", "strategy": "block", "apply_to_input": False,
+                                    "apply_to_output": True}}  # fmt: skip
+
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"guard": _network(fake.llm_config(), [block])})
+        fake.enqueue(Reply.answer("write to eve@example.com"))
+        final = _final(await run_chat(host, "guard", "who?"))
+        assert final.text.startswith("Error from guard: Agent stopped due to exception Detected 1 instance(s) of email")
+        await factory.aclose()
+
+    run_with_fake_llm(body)
+    with pytest.raises(NetworkLoadError) as caught:
+        build_network({"tools": [{"name": "a", "instructions": "x", "tools": ["t"]},
+                                 {"name": "t", "class": "m.T", "function": {"description": "d"},
+                                  "middleware": [{"class": PII, "args": {"pii_type": "email"}}]}]},
+                      "n.hocon", "n")  # fmt: skip
+    assert caught.value.key_path == "tools[1].middleware" and "coded tool" in caught.value.reason
+

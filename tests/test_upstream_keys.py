@@ -1,17 +1,19 @@
-"""neuro-san 0.7.15 keys that change behaviour and are not implemented are refused at
-load with the key path and a reason (never accepted and ignored)."""
+"""neuro-san 0.7.15 keys that change behaviour: refused at load with the key path and a
+reason when not implemented (never accepted and ignored), and event invocation."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import asyncio
+import time
 from typing import Any
 
 import pytest
 
+from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
 from neuro_san.network.errors import NetworkLoadError
-from neuro_san.network.manifest import parse_manifest
+from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
+from tests.support.runtime import make_host, run_chat
 
 
 def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
@@ -28,14 +30,14 @@ def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]
         (_document({"max_execution_seconds": 5}), "tools[0].max_execution_seconds", "set it at the top level"),
         (_document({"max_attempts": 2}), "tools[0].max_attempts", "set it at the top level"),
         (
-            _document({"function": {"description": "d", "invocation": "event"}}),
+            _document({"function": {"description": "d", "invocation": "later"}}),
             "tools[0].function.invocation",
-            "invocation 'event' is not supported",
+            "invocation 'later' is unknown",
         ),
         (
-            _document({"function": {"description": "d", "invocation": {"invocation_type": "event"}}}),
+            _document({"function": {"description": "d", "invocation": {"invocation_type": 3}}}),
             "tools[0].function.invocation",
-            "invocation 'event'",
+            "invocation 3 is unknown",
         ),
         (_document({"allow": {"reservations": True}}), "tools[0].allow.reservations", "reservations"),
     ],
@@ -57,17 +59,21 @@ def test_keys_that_change_nothing_observable_are_accepted() -> None:
     assert spec.front.structure_formats == ("json",)
 
 
-def test_periodic_manifest_entries_are_refused_and_the_rest_served(tmp_path: Path) -> None:
-    manifest = {
-        "cron.hocon": {"serve": True, "periodic": {"cron_schedule": "* * * * * */15", "text": "add 1 and 2"}},
-        "every_minute.hocon": {"serve": True, "periodic": True},
-        "plain.hocon": {"serve": True, "periodic": False},
-    }
-    path = tmp_path / "manifest.json"
-    path.write_text(json.dumps(manifest))
-    parsed = parse_manifest(manifest, path)
-    assert set(parsed.entries) == {"plain"}
-    assert sorted(str(e) for e in parsed.errors) == [
-        f"{path}: cron.hocon.periodic: periodic (cron) interactions are not supported by this server",
-        f"{path}: every_minute.hocon.periodic: periodic (cron) interactions are not supported by this server",
-    ]
+def test_event_invocation_acknowledges_at_once_and_works_in_the_background() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        function = {"description": "d", "invocation": {"invocation_type": "event"}}
+        front = {"name": "front", "instructions": "x", "function": function}
+        host, factory = make_host({"net": {"llm_config": fake.llm_config(), "tools": [front]}})
+        fake.enqueue(Reply.stall(0.5, Reply.answer("worked")))
+        started = time.monotonic()
+        [ack] = await run_chat(host, "net", "do it")
+        assert (ack.type, ack.text) == (MessageType.AGENT_FRAMEWORK, "Event acknowledged")
+        assert time.monotonic() - started < 0.4
+        assert await fake.wait_for(lambda: fake.request_count == 1, 2.0)
+        # MAXIMAL is an ordinary chat.
+        messages = await run_chat(host, "net", "again", maximal=True)
+        assert messages[-1].text == "again"
+        await asyncio.sleep(0.6)  # let the background work finish before the fake stops
+        await factory.aclose()
+
+    run_with_fake_llm(body)

@@ -6,8 +6,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
-from neuro_san.middleware.config import MiddlewareConfig, PiiSettings, SummarizationSettings, ToolSelectionSettings
+from neuro_san.middleware.config import (
+    MiddlewareConfig,
+    NetworkCopySettings,
+    PiiSettings,
+    SummarizationSettings,
+    ToolSelectionSettings,
+)
 from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, ModelTurn
+from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
 from neuro_san.middleware.summarization import SummarizationMiddleware
 from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
@@ -27,6 +34,8 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         return SummarizationMiddleware(invocation, config.settings)
     if isinstance(config.settings, ToolSelectionSettings):
         return ToolSelectionMiddleware(invocation, config.settings)
+    if isinstance(config.settings, NetworkCopySettings):
+        return NetworkCopyMiddleware(invocation)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
@@ -47,8 +56,7 @@ class MiddlewareChain:
             for middleware in self.instances:
                 await middleware.before_model(turn)
         except AgentStopped as stop:
-            # neuro-san's wording for an agent ended by a middleware exception.
-            return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
+            return self._stopped(stop)
         self.tools = turn.tools
         return None
 
@@ -61,10 +69,24 @@ class MiddlewareChain:
         return {name: binding for name, binding in bindings.items() if name in names}
 
     async def after_model(self, messages: list[LlmMessage], response: ModelResponse) -> ModelResponse:
+        """Let each middleware (last first) rewrite the model's answer. A middleware that
+        stops the agent here turns the answer into the stop text, with no tool calls."""
         turn = ModelTurn(messages, self.tools)
-        for middleware in reversed(self.instances):
-            response = await middleware.after_model(turn, response)
+        try:
+            for middleware in reversed(self.instances):
+                response = await middleware.after_model(turn, response)
+        except AgentStopped as stop:
+            return ModelResponse(text=self._stopped(stop), usage=response.usage, model=response.model)
         return response
+
+    def _stopped(self, stop: AgentStopped) -> str:
+        # neuro-san's wording for an agent ended by a middleware exception.
+        return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
+
+    async def after_agent(self, answer: str) -> str:
+        for middleware in reversed(self.instances):
+            answer = await middleware.after_agent(answer)
+        return answer
 
 
 def middleware_chain(ctx: RequestContext, agent: AgentSpec, origin: OriginPath) -> MiddlewareChain | None:

@@ -26,14 +26,9 @@ SUMMARIZATION_CLASSES = frozenset(
 TOOL_SELECTION_CLASSES = frozenset(
     {"neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware"}
 )
+NETWORK_COPY_CLASSES = frozenset({"neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware"})
 #: Classes neuro-san ships that this server does not implement, and why.
-REFUSED_CLASSES: Mapping[str, str] = MappingProxyType(
-    {
-        "neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware": (
-            "it creates temporary agent networks (reservations), which this server does not provide"
-        ),
-    }
-)
+REFUSED_CLASSES: Mapping[str, str] = MappingProxyType({})
 
 #: Arguments whose values neuro-san replaces with framework objects when the key is
 #: present. The native implementations need none of them, so asking is harmless.
@@ -87,6 +82,11 @@ class ToolSelectionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkCopySettings:
+    """NetworkCopyMiddleware has no settings of its own (its args ask for injections)."""
+
+
+@dataclass(frozen=True, slots=True)
 class MiddlewareConfig:
     """One validated ``middleware`` entry."""
 
@@ -96,7 +96,7 @@ class MiddlewareConfig:
     class_name: str
     #: The name LangChain would give the instance (duplicates are refused).
     name: str
-    settings: PiiSettings | SummarizationSettings | ToolSelectionSettings
+    settings: PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings
 
 
 def parse_middleware(raw: Any, file: str, key_path: str) -> tuple[MiddlewareConfig, ...]:
@@ -134,22 +134,33 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
     args = entry.get("args") or {}
     if not isinstance(args, dict):
         raise NetworkLoadError(file, f"{key_path}.args", f"must be a dict, not {type_name(args)}")
+    known = PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES | NETWORK_COPY_CLASSES
+    if class_name not in known:
+        reason = REFUSED_CLASSES.get(class_name) or (
+            "this server implements only these middleware classes: " + ", ".join(sorted(known))
+        )
+        raise NetworkLoadError(file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {reason}")
     allow = entry.get("allow")
-    if isinstance(allow, dict) and allow.get("reservations"):
-        raise NetworkLoadError(file, f"{key_path}.allow.reservations", "reservations are not supported")
+    reservations = isinstance(allow, dict) and allow.get("reservations") is True
     check = _Args(args, file, f"{key_path}.args")
+    if class_name in NETWORK_COPY_CLASSES:
+        if not reservations or args.get("reservationist") is not True:
+            raise NetworkLoadError(
+                file,
+                f"{key_path}.allow.reservations",
+                'NetworkCopyMiddleware needs "allow": {"reservations": true} and "reservationist": true in its args',
+            )
+        check.read.add("reservationist")
+        check.finish()
+        return MiddlewareConfig("network_copy", class_name, "NetworkCopyMiddleware", NetworkCopySettings())
+    if reservations:
+        raise NetworkLoadError(file, f"{key_path}.allow.reservations", "only NetworkCopyMiddleware uses reservations")
     if class_name in PII_CLASSES:
         pii = _pii(check)
         return MiddlewareConfig("pii", class_name, f"PIIMiddleware[{pii.pii_type}]", pii)
     if class_name in SUMMARIZATION_CLASSES:
         return MiddlewareConfig("summarization", class_name, "SummarizationMiddleware", _summarization(check))
-    if class_name in TOOL_SELECTION_CLASSES:
-        return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
-    reason = REFUSED_CLASSES.get(class_name) or (
-        "this server implements only these middleware classes: "
-        + ", ".join(sorted(PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES))
-    )
-    raise NetworkLoadError(file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {reason}")
+    return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
 
 
 class _Args:

@@ -9,8 +9,10 @@ points of every model round trip:
   :class:`AgentStopped` ends the agent's invocation with that text as its answer,
   without calling the model.
 - ``after_model(turn, response)`` with the model's answer; it returns the answer to use.
+- ``after_agent(answer)`` once, with the agent's final answer; it returns the answer to use.
 
-``before_model`` runs in list order, ``after_model`` in reverse order, as in LangChain.
+``before_model`` runs in list order, ``after_model`` and ``after_agent`` in reverse order,
+as in LangChain.
 An instance lives for one agent invocation, so it may keep per-invocation state.
 """
 
@@ -60,3 +62,6 @@ class AgentMiddleware:
 
     async def after_model(self, turn: ModelTurn, response: ModelResponse) -> ModelResponse:
         return response
+
+    async def after_agent(self, answer: str) -> str:
+        return answer

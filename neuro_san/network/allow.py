@@ -3,7 +3,8 @@
 Upstream's shapes: each ``*.sly_data`` is a list of keys or a dict ``key: true | false |
 "renamed_key"``; ``from_downstream.messages`` is a bool, or a reference string, list or
 dict (any non-empty one means yes); ``connectivity`` is a bool. Sub-keys we do not act on
-(``to_tracing``, ``reservations``) are accepted and ignored.
+(``to_tracing``) are accepted and ignored; ``reservations`` gives a coded tool a
+Reservationist (``neuro_san.reservations``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from neuro_san.network.spec import AllowRules, SlyDataRule
 logger = logging.getLogger(__name__)
 
 _SLY_DATA_DIRECTIONS = ("to_upstream", "to_downstream", "from_downstream")
-_KNOWN_KEYS = frozenset({*_SLY_DATA_DIRECTIONS, "connectivity"})
+_KNOWN_KEYS = frozenset({*_SLY_DATA_DIRECTIONS, "connectivity", "reservations"})
 
 
 def parse_allow(raw: Any, file: str, key_path: str) -> AllowRules:
@@ -51,6 +52,11 @@ def parse_allow(raw: Any, file: str, key_path: str) -> AllowRules:
         raise NetworkLoadError(
             file, f"{key_path}.connectivity", f"must be true or false, not {connectivity!r}"
         )
+    reservations = raw.get("reservations", False)
+    if not isinstance(reservations, bool):
+        raise NetworkLoadError(
+            file, f"{key_path}.reservations", f"must be true or false, not {reservations!r}"
+        )
     for key in raw:
         if key not in _KNOWN_KEYS:
             logger.debug("%s: %s.%s is not used by this server; ignored", file, key_path, key)
@@ -60,6 +66,7 @@ def parse_allow(raw: Any, file: str, key_path: str) -> AllowRules:
         from_downstream=rules["from_downstream"],
         from_downstream_messages=messages,
         connectivity=connectivity,
+        reservations=reservations,
     )
 
 

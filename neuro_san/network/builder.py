@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
-from neuro_san.middleware.config import parse_middleware
+from neuro_san.middleware.config import MiddlewareConfig, parse_middleware
 from neuro_san.network.a2a_refs import a2a_url, is_a2a_ref, ref_from_dict
 from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
@@ -248,7 +248,7 @@ def _build_agent(
         ),
         metadata=_frozen(metadata) if metadata is not None else None,
         max_iterations=max_iterations,
-        middleware=parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware"),
+        middleware=_middleware(raw, key_path, class_name, check),
         mcp_servers=_mcp_servers(raw.get("tools") or ()),
     )
 
@@ -264,6 +264,14 @@ def _mcp_servers(tools: Sequence[Any]) -> tuple[McpServerRef, ...]:
         elif is_mcp_url(tool):
             servers.append(McpServerRef(tool, None, position, listed=True))
     return tuple(servers)
+
+
+def _middleware(
+    raw: dict[str, Any], key_path: str, class_name: str | None, check: _Checker
+) -> tuple[MiddlewareConfig, ...]:
+    if class_name is not None and raw.get("middleware"):
+        raise check.fail(f"{key_path}.middleware", "middleware acts on LLM agents; this agent is a coded tool")
+    return parse_middleware(raw.get("middleware"), check.file, f"{key_path}.middleware")
 
 
 def _function(raw: Any, key_path: str, is_called: bool, check: _Checker) -> dict[str, Any]:

@@ -38,10 +38,6 @@ def refuse_unservable_llms(spec: NetworkSpec, file: str) -> None:
     """NetworkLoadError for an LLM agent whose provider this server cannot serve."""
     from neuro_san.llm.checks import llm_config_problem  # the LLM layer's own rules
 
-    if "llm_info_file" in spec.extra:
-        raise NetworkLoadError(
-            file, "llm_info_file", "a network-level LLM info file is not supported; set AGENT_LLM_INFO_FILE instead"
-        )
     for index, agent in enumerate(spec.agents.values()):
         if agent.kind != "llm_agent":
             continue

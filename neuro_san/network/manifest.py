@@ -1,10 +1,10 @@
 """Manifests: which network files a server serves, and under which agent names.
 
 A manifest (HOCON, YAML or JSON) maps paths relative to its own folder to ``true``,
-``false`` or ``{serve: bool, public: bool, mcp: ...}`` (``mcp``: see
-:mod:`neuro_san.network.mcp_tools`). Of upstream's other keys, a true ``periodic`` is
-refused (cron interactions are not implemented). The agent name is the path without its
-extension, sub-folders included: ``deep/math_guy.hocon`` serves ``deep/math_guy``.
+``false`` or ``{serve: bool, public: bool, mcp: …, periodic: …}`` (``mcp``: see
+:mod:`neuro_san.network.mcp_tools`; ``periodic``: scheduled chats, ``neuro_san.periodic``).
+The agent name is the path without its extension, sub-folders included:
+``deep/math_guy.hocon`` serves ``deep/math_guy``.
 
 ``AGENT_MANIFEST_FILE`` may name several manifests joined with ``:``; a later manifest's
 entry replaces an earlier one of the same name.
@@ -24,6 +24,7 @@ from typing import Any
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
 from neuro_san.network.mcp_tools import McpSetting, parse_mcp_setting
+from neuro_san.periodic.config import Interaction, parse_periodic
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ class ManifestEntry:
     manifest: Path
     #: Served as an MCP tool (``mcp`` key; ``true`` entries are).
     mcp: McpSetting = McpSetting()
+    #: Scheduled chats (``periodic``), run by ``neuro_san.periodic.scheduler``.
+    periodic: tuple[Interaction, ...] = ()
 
 
 @dataclass(slots=True)
@@ -154,6 +157,7 @@ def _entry(key: str, value: Any, manifest_path: Path) -> ManifestEntry:
         public=public,
         manifest=manifest_path,
         mcp=_mcp_setting(key, value, file),
+        periodic=parse_periodic(value.get("periodic"), file, f"{key}.periodic") if isinstance(value, dict) else (),
     )
 
 
@@ -179,9 +183,6 @@ def _options(key: str, value: Any, file: str) -> tuple[bool, bool]:
         if not isinstance(flag, bool):
             raise NetworkLoadError(file, f"{key}.{option}", f"must be true or false, not {flag!r}")
         flags[option] = flag
-    if value.get("periodic"):
-        # Cron-driven interactions (neuro-san's PeriodicEventInitiator) are not implemented.
-        raise NetworkLoadError(file, f"{key}.periodic", "periodic (cron) interactions are not supported by this server")
     for option in value:
         if option not in ("serve", "public", "mcp"):
             logger.debug("%s: %s.%s is not used by this server; ignored", file, key, option)

@@ -25,6 +25,7 @@ from neuro_san.network.errors import NetworkLoadError
 from neuro_san.network.loader import load_network
 from neuro_san.network.manifest import Manifest, ManifestEntry, merge_manifests, read_manifest
 from neuro_san.network.spec import NetworkSpec
+from neuro_san.periodic.config import Interaction
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +104,11 @@ class NetworkRegistry:
 
     def networks(self) -> Mapping[str, NetworkSpec]:
         return self._specs
+
+    def periodic(self) -> dict[str, tuple[Interaction, ...]]:
+        """The scheduled interactions (manifest ``periodic``) of the served networks."""
+        served = self._specs
+        return {name: one.entry.periodic for name, one in self._loaded.items() if name in served and one.entry.periodic}
 
     # Loading ---------------------------------------------------------------------------
 

@@ -71,6 +71,8 @@ class AllowRules:
     from_downstream_messages: bool = False
     #: False hides this agent's tools in Connectivity.
     connectivity: bool = True
+    #: A coded tool gets ``args["reservationist"]`` (temporary networks).
+    reservations: bool = False
 
 
 @dataclass(frozen=True, slots=True)

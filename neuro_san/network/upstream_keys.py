@@ -21,11 +21,12 @@ def refuse_unsupported_keys(document: Mapping[str, Any], file: str) -> None:
     does not implement, at the top level or in any agent."""
     _error_handling(document, "", file)
     if document.get("llm_info_file") is not None:
+        # The server-wide table (AGENT_LLM_INFO_FILE) is supported; one per network is not,
+        # because models are resolved and cached server-wide.
         raise NetworkLoadError(
             file,
             "llm_info_file",
-            "LLM info files (custom model tables and LLM classes) are not supported: "
-            "give each llm_config its class and model_name",
+            "a per-network LLM info file is not supported: put its entries in the server's AGENT_LLM_INFO_FILE",
         )
     for index, agent in enumerate(document.get("tools") or ()):
         if isinstance(agent, dict):
@@ -41,22 +42,23 @@ def _agent(agent: Mapping[str, Any], key_path: str, file: str) -> None:
             )
     function = agent.get("function")
     if isinstance(function, dict):
-        invocation = function.get("invocation")
-        kind = invocation.get("invocation_type") if isinstance(invocation, dict) else invocation
-        if kind is not None and kind != "chatbot":
+        kind = invocation_kind(function)
+        if kind not in ("chatbot", "event"):
             raise NetworkLoadError(
-                file,
-                f"{key_path}.function.invocation",
-                f"invocation {kind!r} is not supported: only 'chatbot' (event invocation, where the "
-                "server answers 'Event acknowledged' and works in the background, is not implemented)",
+                file, f"{key_path}.function.invocation", f"invocation {kind!r} is unknown: use 'chatbot' or 'event'"
             )
     allow = agent.get("allow")
-    if isinstance(allow, dict) and allow.get("reservations"):
+    if isinstance(allow, dict) and allow.get("reservations") and "class" not in agent:
         raise NetworkLoadError(
-            file,
-            f"{key_path}.allow.reservations",
-            "reservations (temporary agent networks made by coded tools) are not supported by this server",
+            file, f"{key_path}.allow.reservations", "reservations are for coded tools (agents with a 'class')"
         )
+
+
+def invocation_kind(function: Mapping[str, Any]) -> Any:
+    """``function.invocation`` (a string, or ``{"invocation_type": …}``); default chatbot."""
+    invocation = function.get("invocation")
+    kind = invocation.get("invocation_type") if isinstance(invocation, Mapping) else invocation
+    return "chatbot" if kind is None else kind
 
 
 def _error_handling(config: Mapping[str, Any], prefix: str, file: str) -> None:

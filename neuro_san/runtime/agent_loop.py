@@ -107,6 +107,8 @@ async def _run_llm_agent(
         # In this agent's token accounting and in every report above it (their answers
         # were built on the cut-off one), the request totals included.
         add_caveat("truncated: the answer was cut off at the model's output token limit")
+    if middleware is not None:
+        answer = await middleware.after_agent(answer)
     ctx.emit(MessageType.AI, origin, answer)
     return answer
 

@@ -23,6 +23,7 @@ from typing import Any
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.network.spec import AgentSpec
+from neuro_san.reservations.reservationist import StoreReservationist
 from neuro_san.runtime.context import RequestContext
 from neuro_san.runtime.journal_shapes import coded_tool_result
 
@@ -131,6 +132,8 @@ async def run_coded_tool(
         structure={"tool_start": True, "tool_args": _json_safe(args)},
     )
     args["progress_reporter"] = _ProgressReporter(ctx, origin)
+    if agent.allow.reservations and ctx.reservations is not None:
+        args["reservationist"] = StoreReservationist(ctx.reservations)
     error = False
     result: Any = None
     try:

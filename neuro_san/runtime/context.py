@@ -15,6 +15,7 @@ from neuro_san.llm.interface import LlmMessage, ModelFactory, Usage
 from neuro_san.network.spec import NetworkSpec
 
 if TYPE_CHECKING:  # the interface module refers back to RequestContext for its types only
+    from neuro_san.reservations.store import ReservationStore
     from neuro_san.runtime.tool_interface import ToolBinder
 
 
@@ -69,6 +70,8 @@ class RequestContext:
     #: Bring-your-own-key values (the request's sly_data.llm_config, taken out of
     #: sly_data; see neuro_san.llm.byok): for this request's LLM calls only.
     llm_keys: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    #: The server's temporary networks (NetworkCopyMiddleware); None where there are none.
+    reservations: ReservationStore | None = None
 
     def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
         """The origin of a new instance of ``tool`` called from ``parent``; the index

@@ -13,6 +13,7 @@ from typing import Any
 from neuro_san.core.errors import AgentNotFound, RequestTimeout
 from neuro_san.core.messages import (
     AgentInfo,
+    ChatContext,
     ChatMessage,
     ChatRequest,
     ConnectivityEntry,
@@ -24,6 +25,8 @@ from neuro_san.llm.interface import ModelFactory
 from neuro_san.middleware.summarization import summarised_context
 from neuro_san.network.mcp_tools import tool_names
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
+from neuro_san.network.upstream_keys import invocation_kind
+from neuro_san.reservations.store import ReservationStore
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.context import Journal, RequestContext
@@ -66,19 +69,31 @@ class NetworkHost:
         self._signer = signer
         self._telemetry = telemetry
         self._mcp_tools_cache: tuple[Mapping[str, NetworkSpec], dict[str, str]] | None = None
+        #: Temporary networks (reservations), found after the source's networks.
+        self.reservations = ReservationStore(source)
+        #: Work of event invocations still running (kept so it is not garbage collected).
+        self._events: set[asyncio.Task[ChatMessage]] = set()
 
     async def aclose(self) -> None:
         """Close what requests share beyond the host's life (MCP sessions)."""
         await self._tools.mcp.aclose()
 
+    def _event_done(self, task: asyncio.Task[ChatMessage]) -> None:
+        self._events.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("event work of %s failed: %s", task.get_name(), type(task.exception()).__name__)
+
+    def _find(self, agent: str) -> NetworkSpec | None:
+        return self._source.get(agent) or self.reservations.get(agent)
+
     def _network(self, agent: str) -> NetworkSpec:
-        network = self._source.get(agent)
+        network = self._find(agent)
         if network is None:
             raise AgentNotFound(agent)
         return network
 
     def has_agent(self, agent: str) -> bool:
-        return self._source.get(agent) is not None
+        return self._find(agent) is not None
 
     def is_public(self, agent: str) -> bool:
         network = self._source.get(agent)
@@ -158,7 +173,15 @@ class NetworkHost:
             metadata=request.metadata,
             telemetry=self._telemetry,
             llm_keys=llm_keys,
+            reservations=self.reservations,
         )
+        if not streaming and invocation_kind(network.front.function) == "event":
+            # neuro-san's event invocation: acknowledge at once, do the work in the background.
+            task = asyncio.create_task(self._run(ctx, request))
+            self._events.add(task)
+            task.add_done_callback(self._event_done)
+            yield ChatMessage(type=MessageType.AGENT_FRAMEWORK, text="Event acknowledged", chat_context=ChatContext())
+            return
         if not streaming and self._keepalive <= 0:
             yield await self._run(ctx, request)
             return

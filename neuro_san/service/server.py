@@ -25,6 +25,7 @@ from neuro_san.core.telemetry import Telemetry
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
+from neuro_san.periodic.scheduler import run_periodic
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.host import NetworkHost
 from neuro_san.runtime.signing import ContextSigner
@@ -149,6 +150,7 @@ class AgentServer:
         self.internal_target = f"unix-abstract:neuro-san-{os.getpid()}-{id(self):x}"
         self._server: grpc.aio.Server | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._periodic: asyncio.Task[None] | None = None
 
     async def start(self) -> int:
         limit = self.config.max_message_bytes
@@ -191,6 +193,7 @@ class AgentServer:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if self.config.manifest_update_seconds > 0:
             self._watch = asyncio.create_task(self.registry.watch(self.config.manifest_update_seconds))
+        self._periodic = asyncio.create_task(run_periodic(self.registry.periodic, self.host))
         if not access.enabled and self.config.host not in ("127.0.0.1", "localhost", "::1"):
             log.warning(
                 "listening on %s without authentication: anyone who can reach this port can call every "
@@ -214,6 +217,8 @@ class AgentServer:
         if self._watch is not None:
             self._watch.cancel()
         drains: list[Awaitable[None]] = []
+        if self._periodic is not None:
+            self._periodic.cancel()
         if self._server is not None:
             drains.append(self._server.stop(grace))
         if drain_local is not None:
