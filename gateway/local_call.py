@@ -311,6 +311,13 @@ class LocalStreamCall(_LocalCallBase):
             self._room.set_result(None)
         return response
 
+    def at_eof(self) -> Any:
+        """``grpc.aio.EOF`` when the stream has ended well with nothing left to read, else
+        None; never waits (not part of grpc.aio: lets the gateway end a response in one write)."""
+        if not self._ready and self._status is not None and self._status[0] == grpc.StatusCode.OK:
+            return grpc.aio.EOF
+        return None
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
 
