@@ -129,18 +129,17 @@ class _LocalCallBase:
         self._task.add_done_callback(self._handler_done)
 
     def _handler_done(self, task: asyncio.Task[Any]) -> None:
+        error = None if task.cancelled() else task.exception()  # always retrieved
         if self._status is None:
             if task.cancelled():
                 self._finish(grpc.StatusCode.CANCELLED, "Cancelled")
-            else:
-                error = task.exception()
-                if error is None:
-                    self._finish(self._context.code or grpc.StatusCode.OK, self._context.details)
-                elif isinstance(error, grpc.aio.AbortError):
-                    self._finish(self._context.code or grpc.StatusCode.UNKNOWN, self._context.details)
-                else:  # what grpc.aio does with a handler's stray exception
-                    log.error("unexpected error in an in-process call", exc_info=error)
-                    self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error)}: {error}")
+            elif error is None:
+                self._finish(self._context.code or grpc.StatusCode.OK, self._context.details)
+            elif isinstance(error, grpc.aio.AbortError):
+                self._finish(self._context.code or grpc.StatusCode.UNKNOWN, self._context.details)
+            else:  # what grpc.aio does with a handler's stray exception
+                log.error("unexpected error in an in-process call", exc_info=error)
+                self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error)}: {error}")
 
     def _deadline_passed(self) -> None:
         self._abandon(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
@@ -171,6 +170,10 @@ class _LocalCallBase:
         code, details = self._status
         initial = self._context.initial.result() if self._context.initial.done() else _EMPTY
         return grpc.aio.AioRpcError(code, initial, as_metadata(self._context.trailing), details)
+
+    def shut_down(self) -> bool:
+        """End the call as a stopping server ends the calls left after its grace period."""
+        return self._abandon(grpc.StatusCode.UNAVAILABLE, "the server shut down before the call finished")
 
     # The grpc.aio.Call surface.
     def cancel(self) -> bool:
