@@ -48,6 +48,50 @@ def summarize(collapsed: Path, top: int) -> str:
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
+#: (area, substrings of a frame's path or name), most specific first: each sample goes to
+#: the area of its innermost frame that matches one (the table in docs/performance.md).
+AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("logging", ("logging/", "neuro_san/service/logs.py")),
+    ("prometheus_client", ("prometheus_client/",)),
+    ("protobuf json_format", ("json_format",)),
+    ("grpc client calls (gateway -> server)", ("grpc/aio/_call.py", "grpc/aio/_channel.py", "grpc/aio/_interceptor")),
+    ("grpc (server side, Cython)", ("grpc/", "_cython")),
+    ("gateway/local_call.py + inprocess.py", ("gateway/local_call.py", "gateway/inprocess.py")),
+    ("gateway/ (rest)", ("gateway/",)),
+    ("neuro_san/service", ("neuro_san/service/",)),
+    ("neuro_san/runtime", ("neuro_san/runtime/",)),
+    ("neuro_san/llm", ("neuro_san/llm/",)),
+    ("neuro_san/core + network", ("neuro_san/core/", "neuro_san/network/")),
+    ("aiohttp socket writes (http_writer, transport.write)", ("http_writer.py", "Transport.write", "transport.write")),
+    ("aiohttp client (LLM calls)", ("aiohttp/client", "aiohttp/connector", "aiohappyeyeballs")),
+    ("aiohttp server (gateway)", ("aiohttp/",)),
+    ("json (stdlib)", ("json/",)),
+    ("event loop (asyncio / uvloop)", ("asyncio/", "uvloop", "selectors.py", "contextvars")),
+    ("contextlib", ("contextlib.py",)),
+)
+
+
+def group_by_area(collapsed: Path) -> str:
+    """Sample shares by area (:data:`AREAS`) of the innermost frame that names one."""
+    areas: Counter[str] = Counter()
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(count_text)
+        total += count
+        areas[_area(stack.split(";"))] += count
+    return "\n".join(f"  {100 * n / total:5.1f}%  {name}" for name, n in areas.most_common())
+
+
+def _area(frames: list[str]) -> str:
+    for frame in reversed(frames):
+        for area, needles in AREAS:
+            if any(needle in frame for needle in needles):
+                return area
+    return "other (threads, native)"
+
 
 def _short(frame: str) -> str:
     # py-spy frames look like "function (path/to/file.py:123)".
@@ -88,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.proc.stop()
         fake.stop()
     print(summarize(args.raw, args.top))
+    print("\nby area (innermost frame):")
+    print(group_by_area(args.raw))
     return 0
 
 

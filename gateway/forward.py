@@ -121,8 +121,16 @@ class Forwarder:
             await stream.prepare(request)
             message = first
             heartbeat = heartbeat_seconds if sse and heartbeat_seconds > 0 else 0.0
+            at_eof = getattr(call, "at_eof", None)  # only the in-process call has it
             while message is not grpc.aio.EOF:
-                await stream.write(self._frame(message, sse))
+                frame = self._frame(message, sse)
+                # The in-process call knows when the stream has already ended: the last
+                # frame then goes out with the end of the body, one write instead of two
+                # (the headers too, for a one-message stream). Same bytes either way.
+                if at_eof is not None and at_eof() is grpc.aio.EOF:
+                    await stream.write_eof(frame)
+                    return stream
+                await stream.write(frame)
                 try:
                     if heartbeat:
                         pending = asyncio.ensure_future(call.read())

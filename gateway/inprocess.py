@@ -122,7 +122,7 @@ class InProcessInvoker(Invoker):
         if pending:
             log.info("cancelling %d in-process calls still running after %.0f s", len(pending), grace)
         for call in list(self._active):
-            call.cancel()
+            call.shut_down()
         for waiter in pending:
             waiter.cancel()
 

@@ -129,18 +129,17 @@ class _LocalCallBase:
         self._task.add_done_callback(self._handler_done)
 
     def _handler_done(self, task: asyncio.Task[Any]) -> None:
+        error = None if task.cancelled() else task.exception()  # always retrieved
         if self._status is None:
             if task.cancelled():
                 self._finish(grpc.StatusCode.CANCELLED, "Cancelled")
-            else:
-                error = task.exception()
-                if error is None:
-                    self._finish(self._context.code or grpc.StatusCode.OK, self._context.details)
-                elif isinstance(error, grpc.aio.AbortError):
-                    self._finish(self._context.code or grpc.StatusCode.UNKNOWN, self._context.details)
-                else:  # what grpc.aio does with a handler's stray exception
-                    log.error("unexpected error in an in-process call", exc_info=error)
-                    self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error)}: {error}")
+            elif error is None:
+                self._finish(self._context.code or grpc.StatusCode.OK, self._context.details)
+            elif isinstance(error, grpc.aio.AbortError):
+                self._finish(self._context.code or grpc.StatusCode.UNKNOWN, self._context.details)
+            else:  # what grpc.aio does with a handler's stray exception
+                log.error("unexpected error in an in-process call", exc_info=error)
+                self._finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(error)}: {error}")
 
     def _deadline_passed(self) -> None:
         self._abandon(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
@@ -171,6 +170,10 @@ class _LocalCallBase:
         code, details = self._status
         initial = self._context.initial.result() if self._context.initial.done() else _EMPTY
         return grpc.aio.AioRpcError(code, initial, as_metadata(self._context.trailing), details)
+
+    def shut_down(self) -> bool:
+        """End the call as a stopping server ends the calls left after its grace period."""
+        return self._abandon(grpc.StatusCode.UNAVAILABLE, "the server shut down before the call finished")
 
     # The grpc.aio.Call surface.
     def cancel(self) -> bool:
@@ -310,6 +313,13 @@ class LocalStreamCall(_LocalCallBase):
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
         return response
+
+    def at_eof(self) -> Any:
+        """``grpc.aio.EOF`` when the stream has ended well with nothing left to read, else
+        None; never waits (not part of grpc.aio: lets the gateway end a response in one write)."""
+        if not self._ready and self._status is not None and self._status[0] == grpc.StatusCode.OK:
+            return grpc.aio.EOF
+        return None
 
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()

@@ -30,9 +30,21 @@ HTTP_SECONDS = Histogram(
 )
 
 
+#: Children by labels, so a request skips prometheus_client's checks and lock in
+#: ``labels()``; routes and statuses are a small fixed set.
+_REQUEST_CHILDREN: dict[tuple[str, int], Counter] = {}
+_SECONDS_CHILDREN: dict[str, Histogram] = {}
+
+
 def observe(route: str, status: int, seconds: float) -> None:
-    HTTP_REQUESTS.labels(route, str(status)).inc()
-    HTTP_SECONDS.labels(route).observe(seconds)
+    counter = _REQUEST_CHILDREN.get((route, status))
+    if counter is None:
+        counter = _REQUEST_CHILDREN[(route, status)] = HTTP_REQUESTS.labels(route, str(status))
+    counter.inc()
+    histogram = _SECONDS_CHILDREN.get(route)
+    if histogram is None:
+        histogram = _SECONDS_CHILDREN[route] = HTTP_SECONDS.labels(route)
+    histogram.observe(seconds)
 
 
 async def metrics_endpoint(request: web.Request) -> web.StreamResponse:

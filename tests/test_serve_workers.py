@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -119,3 +121,20 @@ def test_sigterm_drains_every_worker_and_exits_0() -> None:
             assert served_by == workers
             time.sleep(0.1)
             assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--workers", "0"], {}, "--workers / AGENT_WORKERS must be"),
+        (["--workers", "2", "--metrics-port", "1"], {}, "--metrics-port cannot be shared"),
+        ([], {"AGENT_GATEWAY_INVOKER": "carrier-pigeon"}, "AGENT_GATEWAY_INVOKER must be one of"),
+    ],
+)
+def test_unusable_settings_are_refused_at_start(args: list[str], env: dict[str, str], message: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "neuro_san.cli.main", "serve", "--port", "0", "--no-http", *args],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+    )  # fmt: skip
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert message in completed.stderr

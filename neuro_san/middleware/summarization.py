@@ -101,7 +101,7 @@ class SummarizationMiddleware(AgentMiddleware):
         llm_config = dict(agent.llm_config)
         if self.settings.model:
             llm_config["model_name"] = self.settings.model
-        model = ctx.models.create(llm_config)
+        model = ctx.models.create(llm_config, ctx.llm_keys)
         prompt = (self.settings.summary_prompt or DEFAULT_PROMPT).replace(
             "{messages}", _transcript(messages, self.settings.trim_tokens_to_summarize)
         )

@@ -79,7 +79,7 @@ class ToolSelectionMiddleware(AgentMiddleware):
         failure: Exception | None = None
         for config in self._configs():
             try:
-                model: Model = ctx.models.create(config)
+                model: Model = ctx.models.create(config, ctx.llm_keys)
                 response = await model.complete(messages, [])
             except (ConfigurationError, LlmError) as error:  # the next fallback, if any
                 failure = error
