@@ -223,7 +223,13 @@ class _LocalCallBase:
                     waiter.set_result(None)
 
             self.add_done_callback(wake)
-            await waiter
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                # As grpc.aio: a caller cancelled while it waits for the call cancels the
+                # call (and so the handler's task, its chat and its LLM requests).
+                self.cancel()
+                raise
 
 
 class LocalUnaryCall(_LocalCallBase):
@@ -308,7 +314,13 @@ class LocalStreamCall(_LocalCallBase):
                     return grpc.aio.EOF
                 raise self._error()
             self._waiter = self._loop.create_future()
-            await self._waiter
+            try:
+                await self._waiter
+            except asyncio.CancelledError:
+                # As grpc.aio: a reader cancelled mid-read cancels the call, so a front-end
+                # whose task is cancelled (A2A tasks/cancel) stops the chat and its LLM calls.
+                self.cancel()
+                raise
         response = self._ready.popleft()
         if self._room is not None and not self._room.done():
             self._room.set_result(None)

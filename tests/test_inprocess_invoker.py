@@ -143,6 +143,30 @@ def test_deadline_and_cancel_stop_the_handler() -> None:
     asyncio.run(scenario())
 
 
+def test_a_reader_cancelled_mid_read_cancels_the_call() -> None:
+    """As grpc.aio: a task cancelled while it waits on ``read()`` (a front-end's task being
+    cancelled, e.g. A2A tasks/cancel) cancels the call and so stops the handler."""
+
+    async def scenario() -> None:
+        behaviour = Behaviour()
+        stream = _invoker(behaviour).callable_for(_route("StreamingChat"))
+        call = stream(_chat("slow"), metadata=(), timeout=None)
+
+        async def consume() -> None:
+            async for _ in call:
+                pass
+
+        reader = asyncio.create_task(consume())
+        await asyncio.sleep(0.1)  # the three messages are read; the reader now waits
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        await asyncio.wait_for(behaviour.cancelled.wait(), 2)
+        assert call.cancelled()
+
+    asyncio.run(scenario())
+
+
 def test_message_size_limits_both_ways() -> None:
     async def scenario() -> None:
         stream = _invoker(Behaviour(), limit=1000).callable_for(_route("StreamingChat"))
