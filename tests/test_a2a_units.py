@@ -12,7 +12,7 @@ from a2a_frontend.conversations import ConversationStore
 from a2a_frontend.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.network.a2a_refs import a2a_headers, a2a_url, ref_from_dict
-from neuro_san.runtime.agent_loop import tool_function_name
+from neuro_san.runtime.tool_binding import tool_function_name
 
 
 def test_the_context_memory_is_bounded_and_expires() -> None:
