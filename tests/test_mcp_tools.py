@@ -1,4 +1,4 @@
-"""MCP servers as tools of an agent network, against a real FastMCP server (the
+"""MCP servers as tools of an agent network, against a real MCPServer (FastMCP) server (the
 official SDK, Streamable HTTP on a free loopback port) and the fake LLM over HTTP."""
 
 from __future__ import annotations
