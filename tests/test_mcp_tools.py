@@ -279,6 +279,8 @@ def test_cancelling_the_chat_cancels_the_mcp_request(server: McpTestServer) -> N
         with pytest.raises(asyncio.CancelledError):
             await chat
         assert await asyncio.to_thread(server.slow_cancelled.wait, 5)
+        # Stopped by the protocol's cancel notification, not by a dropped connection.
+        assert server.calls("notifications/cancelled")
         # The session survives for the next chat.
         fake.enqueue(Reply.calls(FakeToolCall("echo_text", {"text": "after"})))
         assert (await run_chat(host, "n", "again"))[-1].text == "echo: after"
