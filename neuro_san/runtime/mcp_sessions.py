@@ -189,7 +189,11 @@ class McpSessions:
             self._retire(key, connection)
             connection = None
         if connection is None:
-            timeout = httpx2.Timeout(self.open_timeout_seconds, read=self.call_timeout_seconds)
+            # The MCP request timeout (call_timeout_seconds) must fire before the HTTP read
+            # timeout: it cancels the tool on the server and keeps the session, whereas a
+            # read timeout only drops the response stream. The read timeout is the backstop.
+            read = self.call_timeout_seconds + self.open_timeout_seconds
+            timeout = httpx2.Timeout(self.open_timeout_seconds, read=read)
             connection = self._connections[key] = _Connection(url, headers, timeout)
         self._connections.move_to_end(key)
         self._sweep(keep=key)
