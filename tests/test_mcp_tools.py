@@ -1,4 +1,4 @@
-"""MCP servers as tools of an agent network, against a real FastMCP server (the
+"""MCP servers as tools of an agent network, against a real MCPServer (FastMCP) server (the
 official SDK, Streamable HTTP on a free loopback port) and the fake LLM over HTTP."""
 
 from __future__ import annotations
@@ -279,9 +279,35 @@ def test_cancelling_the_chat_cancels_the_mcp_request(server: McpTestServer) -> N
         with pytest.raises(asyncio.CancelledError):
             await chat
         assert await asyncio.to_thread(server.slow_cancelled.wait, 5)
+        # Stopped by the protocol's cancel notification, not by a dropped connection.
+        assert server.calls("notifications/cancelled")
         # The session survives for the next chat.
         fake.enqueue(Reply.calls(FakeToolCall("echo_text", {"text": "after"})))
         assert (await run_chat(host, "n", "again"))[-1].text == "echo: after"
+        await host.aclose()
+        await factory.aclose()
+
+    run_with_fake_llm(body)
+
+
+def test_a_call_past_its_timeout_is_an_error_result_and_the_tool_is_stopped(server: McpTestServer) -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        server.slow_started.clear()
+        server.slow_cancelled.clear()
+        clients = McpClients(None, McpSessions(open_timeout_seconds=5.0, call_timeout_seconds=1.0))
+        host, factory = make_host({"n": _network(fake, [server.url])}, mcp=clients)
+        fake.enqueue(Reply.calls(FakeToolCall("slow", {"seconds": 30})))
+        started = time.monotonic()
+        await run_chat(host, "n", "wait")
+        assert time.monotonic() - started < 10
+        result = _tool_results(fake.requests[1])[0]
+        assert result.startswith("Error: ") and "timed out" in result, result
+        # The SDK tells the server to stop, and the session goes on serving.
+        assert await asyncio.to_thread(server.slow_cancelled.wait, 5)
+        fake.enqueue(Reply.calls(FakeToolCall("echo_text", {"text": "after"})))
+        mark = len(server.seen)
+        assert (await run_chat(host, "n", "again"))[-1].text == "echo: after"
+        assert [s.rpc for s in server.seen[mark:]] == ["tools/call"]
         await host.aclose()
         await factory.aclose()
 

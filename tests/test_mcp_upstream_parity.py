@@ -53,7 +53,7 @@ def test_mcp_naming_and_matching_agree_with_neuro_san(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     theirs = json.loads(result.stdout.strip().splitlines()[-1])
-    tools = [types.Tool(name=n, inputSchema={"type": "object"}) for n in SERVER_TOOLS]
+    tools = [types.Tool(name=n, input_schema={"type": "object"}) for n in SERVER_TOOLS]
     picks = [select_tools(tools, tuple(a)) for a in ALLOW_LISTS if a]
     ours = {
         "refs": [is_mcp_url(r) for r in REFS],

@@ -11,7 +11,8 @@ stays open and is reused, and tool lists are cached, so a warm call is one POST.
 * Opening and listing are bounded by ``open_timeout_seconds``: an unreachable server is
   an error in seconds, never a hang.
 * A chat cancelled during a call sends ``notifications/cancelled`` for that request, so
-  the server stops the tool; the session stays usable for others.
+  the server stops the tool; the session stays usable for others. (SDK 2.x sends it
+  itself when the awaiting task is cancelled: its "courtesy cancel".)
 * A session the server forgot (HTTP 404, e.g. after its restart) is reopened once.
 * ``aclose()`` (server shutdown) ends every session (HTTP DELETE).
 
@@ -27,18 +28,13 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
-import httpx
-from mcp import ClientSession, types
+import httpx2
+from mcp import ClientSession, MCPError, types
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
 
 log = logging.getLogger(__name__)
-
-#: JSON-RPC error the SDK reports when the server answered 404 for the session.
-_SESSION_TERMINATED = 32600
 
 Headers = Mapping[str, str]
 _Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -61,7 +57,7 @@ def describe_error(error: BaseException) -> str:
 class _Connection:
     """One open MCP session, owned by its own task."""
 
-    def __init__(self, url: str, headers: Headers, timeout: httpx.Timeout) -> None:
+    def __init__(self, url: str, headers: Headers, timeout: httpx2.Timeout) -> None:
         self.url = url
         self.headers = dict(headers)
         self.last_used = time.monotonic()
@@ -69,6 +65,11 @@ class _Connection:
         self.closed = False
         #: Why the session ended, when it failed.
         self.error = ""
+        #: The server answered 404 to our session id: it forgot the session (restarted).
+        #: Seen on the HTTP response, because SDK 2.x hands the server's JSON-RPC error
+        #: body on (e.g. "Session not found") without the status, so no error code or
+        #: message tells this case apart.
+        self.forgotten = False
         self._timeout = timeout
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         # The exception is handed to every waiter; this keeps asyncio from logging it again.
@@ -87,8 +88,10 @@ class _Connection:
     async def _run(self) -> None:
         try:
             async with (
-                httpx.AsyncClient(headers=self.headers, timeout=self._timeout) as client,
-                streamable_http_client(self.url, http_client=client) as (read, write, _),
+                httpx2.AsyncClient(
+                    headers=self.headers, timeout=self._timeout, event_hooks={"response": [self._note_response]}
+                ) as client,
+                streamable_http_client(self.url, http_client=client) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
@@ -105,6 +108,10 @@ class _Connection:
             self.ended.set()
             if not self._ready.done():
                 self._ready.set_exception(McpUnavailable("the session was closed"))
+
+    async def _note_response(self, response: httpx2.Response) -> None:
+        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+            self.forgotten = True
 
     async def close(self, grace: float = 3.0) -> None:
         self.closed = True
@@ -182,7 +189,11 @@ class McpSessions:
             self._retire(key, connection)
             connection = None
         if connection is None:
-            timeout = httpx.Timeout(self.open_timeout_seconds, read=self.call_timeout_seconds)
+            # The MCP request timeout (call_timeout_seconds) must fire before the HTTP read
+            # timeout: it cancels the tool on the server and keeps the session, whereas a
+            # read timeout only drops the response stream. The read timeout is the backstop.
+            read = self.call_timeout_seconds + self.open_timeout_seconds
+            timeout = httpx2.Timeout(self.open_timeout_seconds, read=read)
             connection = self._connections[key] = _Connection(url, headers, timeout)
         self._connections.move_to_end(key)
         self._sweep(keep=key)
@@ -214,12 +225,13 @@ class McpSessions:
             cursor: str | None = None
             async with asyncio.timeout(self.open_timeout_seconds):
                 while True:
-                    page = await session.list_tools(cursor=cursor)
+                    params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                    page = await session.list_tools(params=params)
                     tools.extend(page.tools)
-                    cursor = page.nextCursor
+                    cursor = page.next_cursor
                     if not cursor:
                         break
-        except (McpError, TimeoutError, httpx.HTTPError) as error:
+        except (MCPError, TimeoutError, httpx2.HTTPError) as error:
             self._retire(key, connection)
             raise McpUnavailable(describe_error(error)) from error
         finally:
@@ -233,7 +245,7 @@ class McpSessions:
     async def call_tool(
         self, url: str, headers: Headers, name: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        """One ``tools/call``. Raises McpUnavailable or McpError; cancellation is passed
+        """One ``tools/call``. Raises McpUnavailable or MCPError; cancellation is passed
         on to the server."""
         for attempt in (1, 2):
             key, connection = self._connection(url, headers)
@@ -241,13 +253,13 @@ class McpSessions:
             try:
                 session = await self._open(key, connection)
                 return await self._call(connection, session, name, arguments)
-            except McpError as error:
-                code = error.error.code
-                if code in (_SESSION_TERMINATED, types.CONNECTION_CLOSED) or connection.closed:
+            except MCPError as error:
+                forgotten = connection.forgotten
+                if forgotten or error.code == types.CONNECTION_CLOSED or connection.closed:
                     self._retire(key, connection)
-                if code != _SESSION_TERMINATED or attempt == 2:
+                if not forgotten or attempt == 2:
                     raise
-            except httpx.HTTPError as error:
+            except httpx2.HTTPError as error:
                 self._retire(key, connection)
                 raise McpUnavailable(describe_error(error)) from error
             finally:
@@ -258,25 +270,22 @@ class McpSessions:
     async def _call(
         self, connection: _Connection, session: ClientSession, name: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        """The call, raced against the end of the session: when the transport fails (the
-        server went away), the SDK ends the session but leaves the request waiting."""
-        request_ids: list[object] = []
-
-        async def call() -> types.CallToolResult:
-            # The id the SDK gives this request (taken synchronously as it is sent), needed
-            # to cancel it on the server; the SDK does not expose it otherwise.
-            request_ids.append(getattr(session, "_request_id", None))
-            timeout = timedelta(seconds=self.call_timeout_seconds)
-            return await session.call_tool(name, arguments, read_timeout_seconds=timeout)
-
-        running = asyncio.ensure_future(call())
+        """The call, raced against the end of the session: a request must not outlive the
+        session that carries it (the server went away), whatever the SDK does with it."""
+        # Cancelling ``running`` makes the SDK send ``notifications/cancelled`` for the
+        # request it carries (SDK 2.x's courtesy cancel, shielded and bounded by the SDK).
+        running = asyncio.ensure_future(
+            session.call_tool(name, arguments, read_timeout_seconds=self.call_timeout_seconds)
+        )
         ended = asyncio.ensure_future(connection.ended.wait())
         try:
             await asyncio.wait({running, ended}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             running.cancel()
-            if request_ids and isinstance(request_ids[0], int) and not connection.closed:
-                await _send_cancel(session, request_ids[0])
+            # Let the SDK's cancel notification go out before the chat's cancellation
+            # goes on; bounded, so a wedged transport cannot hold the chat.
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(running), 2.0)
             raise
         finally:
             ended.cancel()
@@ -290,15 +299,3 @@ class McpSessions:
         self._connections.clear()
         self._tool_lists.clear()
         await asyncio.gather(*(c.close() for c in connections), *self._closing, return_exceptions=True)
-
-
-async def _send_cancel(session: ClientSession, request_id: int) -> None:
-    """Tell the server to stop ``request_id``; shielded from the cancellation in progress."""
-    notification = types.ClientNotification(
-        types.CancelledNotification(
-            params=types.CancelledNotificationParams(requestId=request_id, reason="the chat was cancelled")
-        )
-    )
-    task = asyncio.ensure_future(session.send_notification(notification))
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(asyncio.shield(task), 2.0)

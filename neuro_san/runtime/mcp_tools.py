@@ -104,18 +104,18 @@ def result_text(result: types.CallToolResult) -> str:
         else:  # images, audio, links: the model gets their description, not the bytes
             parts.append(json.dumps(block.model_dump(mode="json", exclude={"data", "blob"}, exclude_none=True)))
     text = "\n".join(parts)
-    structured = result.structuredContent
+    structured = result.structured_content
     if structured is not None and not _carries(text, structured):
         rendered = json.dumps(structured, ensure_ascii=False)
         text = f"{text}\n{rendered}" if text else rendered
-    if result.isError:
+    if result.is_error:
         return f"Error: ToolException: {text}"
     return text
 
 
 def _carries(text: str, structured: Any) -> bool:
     """Whether ``text`` already says what ``structured`` does: the same JSON, or the
-    ``{"result": …}`` wrapper FastMCP puts around a plain return value."""
+    ``{"result": …}`` wrapper FastMCP (MCPServer in SDK 2.x) puts around a plain return value."""
     candidates = [structured]
     if isinstance(structured, dict) and list(structured) == ["result"]:
         candidates.append(structured["result"])
@@ -201,7 +201,7 @@ async def bind_mcp_server(
                 "tool %r renamed to %r for LLM tool-name compatibility; the server is still called "
                 "with the original name.", tool.name, name,
             )
-        spec = ToolSpec(name, tool.description or "", dict(tool.inputSchema))
+        spec = ToolSpec(name, tool.description or "", dict(tool.input_schema))
         tools.append(McpTool(spec, tool.name, server.url, clients))
     return tools
 

@@ -1,9 +1,9 @@
-"""A real MCP server for tests: the official SDK's FastMCP over Streamable HTTP.
+"""A real MCP server for tests: the official SDK's MCPServer (2.x's FastMCP) over Streamable HTTP.
 
 It runs under uvicorn in a thread on a free loopback port and records every HTTP
 request it receives (method, headers, JSON-RPC method), so tests can count requests and
 check headers. Its tools: ``math/add`` (renamed ``math__add`` for the LLM), ``echo_text``,
-``fail`` (raises), ``measure`` (text plus different structured content) and ``slow``
+``fail`` (raises ToolError), ``measure`` (text plus different structured content) and ``slow``
 (sleeps; records that it was cancelled).
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 
 import uvicorn
 from mcp import types
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from tests.support.servers import free_port
 
@@ -67,16 +68,16 @@ class McpTestServer:
         self.seen: list[SeenRequest] = []
         self.slow_started = threading.Event()
         self.slow_cancelled = threading.Event()
-        mcp = FastMCP("test-tools", host="127.0.0.1", port=self.port, log_level="WARNING")
+        mcp: MCPServer[Any] = MCPServer("test-tools", log_level="WARNING")
         self._define_tools(mcp)
-        app = _Recorder(mcp.streamable_http_app(), self.seen)
+        app = _Recorder(mcp.streamable_http_app(host="127.0.0.1"), self.seen)
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
-    def _define_tools(self, mcp: FastMCP) -> None:
+    def _define_tools(self, mcp: MCPServer[Any]) -> None:
         @mcp.tool(name="math/add", description="Add a and b.")
         def add(a: float, b: float) -> str:
             return f"sum={a + b:g}"
@@ -87,13 +88,15 @@ class McpTestServer:
 
         @mcp.tool(description="Always fails.")
         def fail(reason: str = "boom") -> str:
-            raise ValueError(reason)
+            # ToolError, a deliberate failure: SDK 2.x sends its text to the client (any
+            # other exception is a crash, whose text stays on the server).
+            raise ToolError(reason)
 
         @mcp.tool(description="Measure a text.")
         def measure(text: str) -> types.CallToolResult:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"len is {len(text)}")],
-                structuredContent={"len": len(text)},
+                structured_content={"len": len(text)},
             )
 
         @mcp.tool(description="Sleep for a while.")
