@@ -50,19 +50,19 @@ def _ask_over_a2a(base: str, agent: str, text: str, sly_data: dict[str, Any] | N
 
 def test_a_network_calls_an_a2a_sdk_agent_and_uses_its_answer(tmp_path: Path) -> None:
     with a2a_peer(key="peer-secret") as peer, FakeInThread(rule=tool_then_answer_rule(
-            "oracle", {"inquiry": "what is the number?"})) as fake:
+            "__oracle", {"inquiry": "what is the number?"})) as fake:
         write_network(tmp_path, "asker", _asker({"a2a": peer, "headers": {"Authorization": "Bearer ${PEER_KEY}"}},
                                                 {"to_downstream": {"sly_data": ["unit"]}}))
         write_network(tmp_path, "keyless", _asker(f"a2a+{peer}"))
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config()), "PEER_KEY": "peer-secret"}
         with start_server(tmp_path / "manifest.hocon", env=env, http=True) as server:
             answer = _ask_over_a2a(server.http_base, "asker", "ask the oracle", {"unit": "cm", "secret": "s3"})
-            oracle = "oracle says 1234 to: The inquiry is 'what is the number?'."
+            oracle = "oracle says 1234 to: what is the number?"  # the inquiry itself
             assert answer == oracle + ' (sly_data: {"unit": "cm"})'  # only what to_downstream allows
             assert answer in [r.last_input_text() for r in fake.requests]  # the tool result reached the LLM
             # The LLM saw the peer's card as the tool's description, with a free-text inquiry.
             tools = fake.requests[0].body["tools"]
-            assert tools[0]["function"]["name"] == "oracle"
+            assert tools[0]["function"]["name"] == "__oracle"  # an external agent, named as neuro-san names them
             assert "Knows the magic number." in tools[0]["function"]["description"]
             assert tools[0]["function"]["parameters"]["required"] == ["inquiry"]
             # Without the key the peer refuses: the tool result says so, the request still answers.
@@ -77,7 +77,7 @@ def test_a_network_calls_an_a2a_sdk_agent_and_uses_its_answer(tmp_path: Path) ->
 
 
 def test_a_failed_a2a_task_is_an_error_result(tmp_path: Path) -> None:
-    with a2a_peer() as peer, FakeInThread(rule=tool_then_answer_rule("oracle", {"inquiry": "please fail"})) as fake:
+    with a2a_peer() as peer, FakeInThread(rule=tool_then_answer_rule("__oracle", {"inquiry": "please fail"})) as fake:
         write_network(tmp_path, "asker", _asker(f"a2a+{peer}"))
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config())}
         with start_server(tmp_path / "manifest.hocon", env=env, http=True) as server:

@@ -56,7 +56,7 @@ def test_header_sets_label_the_reference_and_never_leak_into_it(monkeypatch: pyt
     assert a2a_headers(first) == {"Authorization": "Bearer s3cret"}
     assert "s3cret" not in first + other
     assert a2a_url(first) == "https://unit.example/x"
-    assert tool_function_name(first) == tool_function_name(plain) == "x"
+    assert tool_function_name(first) == tool_function_name(plain) == "__x"
 
 
 def test_bad_references_are_refused() -> None:

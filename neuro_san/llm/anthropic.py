@@ -30,6 +30,7 @@ from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.turns import alternating_turns
 
 #: The API version header value this adapter speaks.
 ANTHROPIC_VERSION = "2023-06-01"
@@ -99,22 +100,7 @@ def to_anthropic_messages(
     messages: Sequence[LlmMessage],
 ) -> tuple[str, list[dict[str, Any]]]:
     """``(system, messages)`` for a conversation, with roles strictly alternating."""
-    system_parts: list[str] = []
-    turns: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            if message.content:
-                system_parts.append(message.content)
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-    return "\n\n".join(system_parts), turns
+    return alternating_turns(messages, _blocks, assistant_role="assistant", items_key="content")
 
 
 def _blocks(message: LlmMessage) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "bedrock-converse"
 SIGNING_SERVICE = "bedrock"
@@ -151,20 +152,8 @@ class BedrockConverseModel(HttpJsonModel):
 
 
 def to_converse_messages(messages: Sequence[LlmMessage]) -> tuple[str, list[dict[str, Any]]]:
-    system: list[str] = []
-    turns: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            if message.content:
-                system.append(message.content)
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-    return "\n\n".join(system), turns
+    """``(system, messages)`` for Converse, with roles strictly alternating."""
+    return alternating_turns(messages, _blocks, assistant_role="assistant", items_key="content")
 
 
 def _blocks(message: LlmMessage) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "gemini"
 #: Schema keys Gemini's ``parameters`` (OpenAPI subset) does not accept.
@@ -109,22 +110,7 @@ def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def to_gemini_contents(messages: Sequence[LlmMessage]) -> tuple[str, list[dict[str, Any]]]:
     """``(system instruction, contents)``; consecutive same-role turns are merged."""
-    system: list[str] = []
-    contents: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            if message.content:
-                system.append(message.content)
-            continue
-        role = "model" if message.role == "assistant" else "user"
-        parts = _parts(message)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
-    return "\n\n".join(system), contents
+    return alternating_turns(messages, _parts, assistant_role="model", items_key="parts")
 
 
 def _parts(message: LlmMessage) -> list[dict[str, Any]]:

@@ -104,7 +104,11 @@ class A2AAgent:
 
 async def _ask(client: Any, request: ChatRequest, streaming: bool) -> ChatMessage:
     """Send the inquiry and put the task back together from its events. If the caller is
-    cancelled meanwhile, the A2A task is cancelled too (so the peer stops working)."""
+    cancelled meanwhile, the A2A task is cancelled too (so the peer stops working).
+
+    The exchange runs in a task of its own: a caller cancelled before the peer has named
+    its task (a fast peer may start working first) still learns the id, for a bounded
+    while, and cancels it; closing the stream alone would not stop an A2A task."""
     from a2a.helpers.proto_helpers import get_text_parts, new_text_message
     from a2a.types import Role, SendMessageRequest, Task
 
@@ -112,20 +116,37 @@ async def _ask(client: Any, request: ChatRequest, streaming: bool) -> ChatMessag
     if request.sly_data:  # only what allow.to_downstream let out
         message.metadata.update({METADATA_KEY: {"sly_data": request.sly_data}})
     task = Task()
-    try:
+    named = asyncio.Event()
+
+    async def exchange() -> ChatMessage | None:
         async for event in client.send_message(SendMessageRequest(message=message)):
             if event.HasField("message"):
                 return ChatMessage(MessageType.AGENT_FRAMEWORK, "\n".join(get_text_parts(list(event.message.parts))))
             if event.HasField("task"):
                 task.CopyFrom(event.task)
+                named.set()
             elif event.HasField("status_update"):
                 task.status.CopyFrom(event.status_update.status)
             elif event.HasField("artifact_update"):
                 _add_artifact(task, event.artifact_update)
+        return None
+
+    running = asyncio.create_task(exchange())
+    try:
+        direct = await asyncio.shield(running)
     except asyncio.CancelledError:
-        if streaming and task.id:
-            await _cancel_quietly(client, task.id)
+        if streaming and not running.done():
+            try:
+                async with asyncio.timeout(CANCEL_TIMEOUT_SECONDS):
+                    await named.wait()
+            except TimeoutError:
+                pass
+            if task.id:
+                await _cancel_quietly(client, task.id)
+        running.cancel()
         raise
+    if direct is not None:
+        return direct
     if not task.id:
         return ChatMessage(MessageType.AGENT_FRAMEWORK, "Error: the A2A agent sent nothing")
     return _answer(task)

@@ -86,6 +86,15 @@ def network_input_text(arguments: Mapping[str, Any]) -> str:
     return f"```json\n{json.dumps(dict(arguments))}```"
 
 
+def a2a_input_text(arguments: Mapping[str, Any]) -> str:
+    """What an A2A agent called as a tool receives: the free-text inquiry itself (A2A agents
+    are asked in plain language; neuro-san has no A2A tools to copy), else the JSON block."""
+    inquiry = arguments.get("inquiry")
+    if len(arguments) == 1 and isinstance(inquiry, str):
+        return inquiry
+    return network_input_text(arguments)
+
+
 _warned_inquiry: set[str] = set()
 
 

@@ -23,7 +23,7 @@ from neuro_san.core.errors import AgentNotFound, ConfigurationError, UpstreamUna
 from neuro_san.core.messages import ChatFilter, ChatMessage, ChatRequest, MessageType, OriginPath
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.a2a_agents import A2AAgent, is_a2a_ref
-from neuro_san.runtime.arguments import network_input_text
+from neuro_san.runtime.arguments import a2a_input_text, network_input_text
 from neuro_san.runtime.journal_shapes import got_result, received_arguments
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class ExternalAgents:
             ctx.telemetry.inject(metadata)  # trace context (traceparent) for the other server
         ctx.emit(MessageType.AGENT, origin, "Received arguments:", structure=received_arguments(arguments))
         request = ChatRequest(
-            user_text=network_input_text(arguments),
+            user_text=a2a_input_text(arguments) if is_a2a_ref(ref) else network_input_text(arguments),
             sly_data=caller.allow.to_downstream.apply(ctx.sly_data),
             chat_filter=ChatFilter.MAXIMAL if forward else ChatFilter.MINIMAL,
             metadata=metadata,
