@@ -64,7 +64,7 @@ def test_sigterm_drains_http_chats_and_refuses_new_ones(invoker: str) -> None:
             assert wait_for(lambda: call(port, "GET", "/readyz").status == 503, timeout=3)
             # In process the probe reads the draining health service (NOT_SERVING); through
             # gRPC the stopping server already refuses the probe's call (UNREACHABLE).
-            assert call(port, "GET", "/readyz").json()["status"] in ("NOT_SERVING", "UNREACHABLE")
+            assert call(port, "GET", "/readyz").json()["serving_status"] in ("NOT_SERVING", "UNREACHABLE")
             assert_status(chat(port, "echo", "too late"), 503, 14)
             thread.join(10)
             assert [_last_text(reply) for reply in results] == ["finished while draining"]
