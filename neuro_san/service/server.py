@@ -32,6 +32,7 @@ from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
 from neuro_san.service.concierge_service import ConciergeServicer
+from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.metrics import PrometheusTelemetry
 
@@ -81,6 +82,8 @@ class ServerConfig:
     tracing: bool = False
     #: Share the port with sibling processes (SO_REUSEPORT): ``serve --workers``.
     reuse_port: bool = False
+    #: Keepalive, connection idle/age and streams per connection (AGENT_GRPC_*).
+    connection_limits: GrpcConnectionLimits = field(default_factory=GrpcConnectionLimits)
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -114,6 +117,7 @@ class ServerConfig:
             tls_key=_env_path("AGENT_TLS_KEY_FILE"),
             tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
             tracing=env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry", "on", "true", "1"),
+            connection_limits=GrpcConnectionLimits.from_env(env),
         )
 
 
@@ -163,6 +167,7 @@ class AgentServer:
                 # admission (AGENT_MAX_CONCURRENT_REQUESTS) is where load is refused.
                 ("grpc.server.max_pending_requests", PENDING_CALLS),
                 ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
+                *self.config.connection_limits.server_options(),
             ]
         )
         access = self.config.access
