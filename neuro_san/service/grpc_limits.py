@@ -22,7 +22,7 @@ still there for two hours. These are the server options that bound that, read fr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 _MS = 1000
@@ -41,19 +41,18 @@ class GrpcConnectionLimits:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> GrpcConnectionLimits:
         values: dict[str, Any] = {}
-        for item in fields(cls):
-            name = f"AGENT_GRPC_{item.name.upper()}"
+        for name, field_name in _ENV_SETTINGS:
             text = env.get(name, "").strip()
             if not text:
                 continue
-            kind = int if item.type in (int, "int") else float
+            kind = int if field_name == "max_concurrent_streams" else float
             try:
                 value = kind(text)
             except ValueError:
                 raise ValueError(f"{name}={text!r} is not a number") from None
             if value < 0:
                 raise ValueError(f"{name}={text!r} must not be negative")
-            values[item.name] = value
+            values[field_name] = value
         return cls(**values)
 
     def server_options(self) -> list[tuple[str, int]]:
@@ -71,3 +70,14 @@ class GrpcConnectionLimits:
         if self.max_concurrent_streams:
             options.append(("grpc.max_concurrent_streams", self.max_concurrent_streams))
         return options
+
+
+_ENV_SETTINGS = (
+    ("AGENT_GRPC_KEEPALIVE_SECONDS", "keepalive_seconds"),
+    ("AGENT_GRPC_KEEPALIVE_TIMEOUT_SECONDS", "keepalive_timeout_seconds"),
+    ("AGENT_GRPC_MIN_CLIENT_PING_SECONDS", "min_client_ping_seconds"),
+    ("AGENT_GRPC_MAX_CONNECTION_IDLE_SECONDS", "max_connection_idle_seconds"),
+    ("AGENT_GRPC_MAX_CONNECTION_AGE_SECONDS", "max_connection_age_seconds"),
+    ("AGENT_GRPC_MAX_CONNECTION_AGE_GRACE_SECONDS", "max_connection_age_grace_seconds"),
+    ("AGENT_GRPC_MAX_CONCURRENT_STREAMS", "max_concurrent_streams"),
+)
