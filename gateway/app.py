@@ -216,6 +216,8 @@ class Gateway:
         route = target.route
         body = await self._read_body(request) if route.body else b""
         metadata = self.mapper.to_metadata(request.headers)
+        if request.remote:  # per-address rate limits (trusted only from the in-process gateway)
+            metadata = [*metadata, ("x-neuro-san-client", request.remote)]
         timeout = parse_timeout(request.headers.get("Grpc-Timeout"),
                                 self.config.max_timeout_seconds)
         message, path_metadata = target.binder.bind(body, captures, request.query.items())

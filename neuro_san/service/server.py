@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
+from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
@@ -31,6 +32,7 @@ from neuro_san.runtime.signing import ContextSigner
 from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
+from neuro_san.service.caller_limits import count_decision
 from neuro_san.service.concierge_service import ConciergeServicer
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
@@ -84,6 +86,8 @@ class ServerConfig:
     reuse_port: bool = False
     #: Keepalive, connection idle/age and streams per connection (AGENT_GRPC_*).
     connection_limits: GrpcConnectionLimits = field(default_factory=GrpcConnectionLimits)
+    #: Per-caller rate limits when the API keys file gives a key none (AGENT_RATE_LIMIT_*).
+    rate_limits: CallerLimits = field(default_factory=CallerLimits)
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -118,6 +122,7 @@ class ServerConfig:
             tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
             tracing=env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry", "on", "true", "1"),
             connection_limits=GrpcConnectionLimits.from_env(env),
+            rate_limits=CallerLimits.from_env(env),
         )
 
 
@@ -144,6 +149,7 @@ class AgentServer:
             telemetry=self.telemetry,
         )
         self.admission = Admission(config.max_concurrent_requests)
+        self.limiter = RateLimiter(config.rate_limits, on_decision=count_decision)
         self.health = health.aio.HealthServicer()
         #: The method handlers served, also called directly by the in-process gateway.
         self.handlers = HandlerSet()
@@ -171,7 +177,9 @@ class AgentServer:
             ]
         )
         access = self.config.access
-        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry)
+        router = AgentRouter(
+            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.limiter
+        )
         self.handlers.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
             ConciergeServicer(self.host, access), self.handlers  # type: ignore[arg-type]
