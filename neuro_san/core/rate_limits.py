@@ -45,6 +45,9 @@ class CallerLimits:
     burst: int = 0
     #: Chats in progress at once; 0: no cap.
     concurrent_chats: int = 0
+    #: LLM tokens per UTC hour / day (see token_budgets.py); 0: no budget.
+    tokens_per_hour: int = 0
+    tokens_per_day: int = 0
 
     @property
     def capacity(self) -> float:
@@ -57,7 +60,10 @@ class CallerLimits:
         if not isinstance(raw, Mapping):
             raise ConfigurationError(f"{where}: 'limits' must be a mapping")
         values: dict[str, Any] = {}
-        kinds = {"chats": float, "period_seconds": float, "burst": int, "concurrent_chats": int}
+        kinds = {
+            "chats": float, "period_seconds": float, "burst": int, "concurrent_chats": int,
+            "tokens_per_hour": int, "tokens_per_day": int,
+        }  # fmt: skip
         for name, value in raw.items():
             if name not in kinds:
                 raise ConfigurationError(f"{where}: unknown limit {name!r} (known: {', '.join(kinds)})")
@@ -82,6 +88,8 @@ _ENV_DEFAULTS = (
     ("AGENT_RATE_LIMIT_PERIOD_SECONDS", "period_seconds"),
     ("AGENT_RATE_LIMIT_BURST", "burst"),
     ("AGENT_RATE_LIMIT_CONCURRENT_CHATS", "concurrent_chats"),
+    ("AGENT_TOKEN_BUDGET_PER_HOUR", "tokens_per_hour"),
+    ("AGENT_TOKEN_BUDGET_PER_DAY", "tokens_per_day"),
 )
 
 

@@ -30,6 +30,7 @@ NETWORK_KEYS = frozenset(
     {
         "llm_config", "tools", "commondefs", "metadata", "max_iterations", "max_steps",
         "max_execution_seconds", "request_timeout_seconds", "max_attempts", "sly_data_schema",
+        "max_tokens_per_request",
     }
 )  # fmt: skip
 AGENT_KEYS = frozenset(
@@ -274,6 +275,9 @@ def _network_limits(document: dict[str, Any], check: _Checker) -> dict[str, Any]
     attempts = check.optional_int(document.get("max_attempts"), "max_attempts", minimum=1)
     if attempts is not None:
         limits["max_attempts"] = attempts
+    tokens = check.optional_int(document.get("max_tokens_per_request"), "max_tokens_per_request", minimum=1)
+    if tokens is not None:
+        limits["max_tokens_per_request"] = tokens
     return limits
 
 

@@ -49,8 +49,11 @@ class NetworkHost:
         keepalive_seconds: float = 0.0,
         signer: ContextSigner | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
+        max_tokens_per_request: int = 0,
     ) -> None:
         self._source = source
+        #: The default cap when a network sets no max_tokens_per_request (0: none).
+        self.max_tokens_per_request = max_tokens_per_request
         self._models = models
         self._coded_tools = coded_tools
         self._externals = ExternalAgents(self, remote)
@@ -130,6 +133,8 @@ class NetworkHost:
             externals=self._externals,
             metadata=request.metadata,
             telemetry=self._telemetry,
+            max_tokens=network.max_tokens_per_request or self.max_tokens_per_request,
+            on_usage=request.on_usage,
         )
         if not streaming and self._keepalive <= 0:
             yield await self._run(ctx, request)

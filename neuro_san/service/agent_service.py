@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -28,6 +29,7 @@ from neuro_san.core.errors import InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
+from neuro_san.core.token_budgets import TokenLedger
 from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.caller_limits import caller_of
@@ -109,9 +111,11 @@ class AgentRouter(grpc.GenericRpcHandler):
         access: AccessPolicy | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
         limiter: RateLimiter | None = None,
+        tokens: TokenLedger | None = None,
     ) -> None:
         self._host = host
         self._limiter = limiter or RateLimiter()
+        self._tokens = tokens or TokenLedger()
         self._telemetry = telemetry
         self._access = access or AccessPolicy()
         self._admission = admission or Admission()
@@ -256,8 +260,10 @@ class AgentRouter(grpc.GenericRpcHandler):
                     _refuse_undecodable(request)
                     name = call.bind(self._agent_name(agent, context, call))
                     caller, limits = caller_of(call.principal, context.peer(), context.invocation_metadata() or ())
+                    self._tokens.check(caller, limits)  # before the rate limiter takes a chat
                     with self._limiter.chat(caller, limits):
                         chat_request = convert.request_from_proto(request, self._metadata(context))
+                        chat_request.on_usage = functools.partial(self._tokens.spend, caller, limits)
                         echo = request if chat_request.chat_filter.is_maximal else None
                         stream = self._host.chat(name, chat_request)
                         try:

@@ -23,6 +23,7 @@ from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
+from neuro_san.core.token_budgets import TokenLedger
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
@@ -88,6 +89,8 @@ class ServerConfig:
     connection_limits: GrpcConnectionLimits = field(default_factory=GrpcConnectionLimits)
     #: Per-caller rate limits when the API keys file gives a key none (AGENT_RATE_LIMIT_*).
     rate_limits: CallerLimits = field(default_factory=CallerLimits)
+    #: LLM tokens per request when a network sets no max_tokens_per_request (0: none).
+    max_tokens_per_request: int = 0
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -123,6 +126,7 @@ class ServerConfig:
             tracing=env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry", "on", "true", "1"),
             connection_limits=GrpcConnectionLimits.from_env(env),
             rate_limits=CallerLimits.from_env(env),
+            max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
         )
 
 
@@ -147,9 +151,11 @@ class AgentServer:
             keepalive_seconds=config.keepalive_seconds,
             signer=ContextSigner(config.chat_context_key) if config.chat_context_key else None,
             telemetry=self.telemetry,
+            max_tokens_per_request=config.max_tokens_per_request,
         )
         self.admission = Admission(config.max_concurrent_requests)
         self.limiter = RateLimiter(config.rate_limits, on_decision=count_decision)
+        self.tokens = TokenLedger(config.rate_limits)
         self.health = health.aio.HealthServicer()
         #: The method handlers served, also called directly by the in-process gateway.
         self.handlers = HandlerSet()
@@ -178,7 +184,8 @@ class AgentServer:
         )
         access = self.config.access
         router = AgentRouter(
-            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.limiter
+            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.limiter,
+            self.tokens,
         )
         self.handlers.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
