@@ -52,10 +52,13 @@ lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
 	$(VENV)/bin/ruff check neuro_san gateway tests bench
 	$(VENV)/bin/mypy
 
-test: $(STAMP) proto-check lint ## install, check generated code and lint, then run the whole suite
+redis-server: ## Debian's redis-server for the shared-limits tests, installed (as root, non-interactively) if missing
+	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+
+test: $(STAMP) proto-check lint redis-server ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest
 
-test-fast: $(STAMP) ## only the test suite
+test-fast: $(STAMP) redis-server ## only the test suite
 	$(PY) -m pytest -x
 
 bench: $(STAMP) ## run the benchmark suite and print its table

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -34,6 +33,7 @@ from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.caller_limits import caller_of
 from neuro_san.service.errors import abort_with
+from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.logs import CALL, request_id_from
 
 log = logging.getLogger(__name__)
@@ -110,12 +110,11 @@ class AgentRouter(grpc.GenericRpcHandler):
         admission: Admission | None = None,
         access: AccessPolicy | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
-        limiter: RateLimiter | None = None,
-        tokens: TokenLedger | None = None,
+        gate: LocalGate | RedisGate | None = None,
     ) -> None:
         self._host = host
-        self._limiter = limiter or RateLimiter()
-        self._tokens = tokens or TokenLedger()
+        #: Per-caller rate limits and token budgets.
+        self._gate = gate or LocalGate(RateLimiter(), TokenLedger())
         self._telemetry = telemetry
         self._access = access or AccessPolicy()
         self._admission = admission or Admission()
@@ -260,10 +259,9 @@ class AgentRouter(grpc.GenericRpcHandler):
                     _refuse_undecodable(request)
                     name = call.bind(self._agent_name(agent, context, call))
                     caller, limits = caller_of(call.principal, context.peer(), context.invocation_metadata() or ())
-                    self._tokens.check(caller, limits)  # before the rate limiter takes a chat
-                    with self._limiter.chat(caller, limits):
+                    async with self._gate.chat(caller, limits) as on_usage:
                         chat_request = convert.request_from_proto(request, self._metadata(context))
-                        chat_request.on_usage = functools.partial(self._tokens.spend, caller, limits)
+                        chat_request.on_usage = on_usage
                         echo = request if chat_request.chat_filter.is_maximal else None
                         stream = self._host.chat(name, chat_request)
                         try:

@@ -37,6 +37,7 @@ from neuro_san.service.caller_limits import count_decision
 from neuro_san.service.concierge_service import ConciergeServicer
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
+from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PrometheusTelemetry
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,8 @@ class ServerConfig:
     rate_limits: CallerLimits = field(default_factory=CallerLimits)
     #: LLM tokens per request when a network sets no max_tokens_per_request (0: none).
     max_tokens_per_request: int = 0
+    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL).
+    limits_redis_url: str = ""
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -127,6 +130,7 @@ class ServerConfig:
             connection_limits=GrpcConnectionLimits.from_env(env),
             rate_limits=CallerLimits.from_env(env),
             max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
+            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip(),
         )
 
 
@@ -156,6 +160,11 @@ class AgentServer:
         self.admission = Admission(config.max_concurrent_requests)
         self.limiter = RateLimiter(config.rate_limits, on_decision=count_decision)
         self.tokens = TokenLedger(config.rate_limits)
+        local = LocalGate(self.limiter, self.tokens)
+        #: Shared across replicas through Redis when AGENT_LIMITS_REDIS_URL is set.
+        self.gate: LocalGate | RedisGate = local
+        if config.limits_redis_url:
+            self.gate = RedisGate(config.limits_redis_url, local)
         self.health = health.aio.HealthServicer()
         #: The method handlers served, also called directly by the in-process gateway.
         self.handlers = HandlerSet()
@@ -184,8 +193,7 @@ class AgentServer:
         )
         access = self.config.access
         router = AgentRouter(
-            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.limiter,
-            self.tokens,
+            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.gate
         )
         self.handlers.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
@@ -240,6 +248,8 @@ class AgentServer:
             drains.append(drain_local(grace))
         await asyncio.gather(*drains)
         await self.models.aclose()
+        if isinstance(self.gate, RedisGate):
+            await self.gate.close()
         if self._remote_close is not None:
             await self._remote_close()
 
