@@ -211,3 +211,24 @@ def test_bad_limit_settings_are_refused_at_start() -> None:
         GrpcConnectionLimits.from_env({"AGENT_GRPC_KEEPALIVE_SECONDS": "-1"})
     assert ConnectionLimits.from_env({"AGENT_HTTP_IDLE_TIMEOUT_SECONDS": "5"}).idle_seconds == 5
     assert GrpcConnectionLimits.from_env({"AGENT_GRPC_MAX_CONCURRENT_STREAMS": "9"}).max_concurrent_streams == 9
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("AGENT_GRPC_KEEPALIVE_SECONDS", "x", "AGENT_GRPC_KEEPALIVE_SECONDS='x' is not a number"),
+        ("AGENT_RATE_LIMIT_CHATS", "many", "limit 'chats' must be a number"),
+        ("AGENT_HTTP_MAX_CONNECTIONS", "lots", "AGENT_HTTP_MAX_CONNECTIONS='lots' is not a number"),
+    ],
+)
+def test_serve_refuses_a_bad_limit_setting_with_a_clear_message(name: str, value: str, said: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", "0", "--http-port", "0"],
+        env={**os.environ, name: value}, capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode == 2, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert said in completed.stdout + completed.stderr
