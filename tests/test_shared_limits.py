@@ -77,3 +77,37 @@ def test_two_replicas_share_a_key_s_limit_and_survive_a_redis_outage(
         for replica in (a, b):
             assert "limits are per replica" in replica.log() and "WARNING" in replica.log()
         assert [_chat(a) for _ in range(3)][-1] == grpc.StatusCode.RESOURCE_EXHAUSTED  # a's own bucket
+
+
+def test_token_budgets_are_shared_through_redis(redis_server: tuple[subprocess.Popen[bytes], int]) -> None:
+    import asyncio
+
+    from neuro_san.core.rate_limits import CallerLimits, RateLimiter
+    from neuro_san.core.token_budgets import TokenBudgetExhausted, TokenLedger
+    from neuro_san.service.limits_gate import LocalGate, RedisGate
+
+    _, port = redis_server
+    limits = CallerLimits(tokens_per_hour=50)
+
+    async def scenario() -> None:
+        url = f"redis://127.0.0.1:{port}/0"
+        one, two = (RedisGate(url, LocalGate(RateLimiter(), TokenLedger())) for _ in range(2))
+        try:
+            async with one.chat("key:k", limits) as on_usage:
+                on_usage(30)
+            await asyncio.sleep(0.2)  # the INCRBY is sent in the background
+            with pytest.raises(TokenBudgetExhausted, match="was crossed during this chat"):
+                async with two.chat("key:k", limits) as on_usage:  # the other replica sees the 30
+                    on_usage(30)
+            await asyncio.sleep(0.2)
+            spent = r"hourly LLM token budget \(50 tokens\) is spent; it resets at"
+            with pytest.raises(TokenBudgetExhausted, match=spent):
+                async with one.chat("key:k", limits):
+                    pass
+            async with two.chat("key:other", limits):  # another caller is unaffected
+                pass
+        finally:
+            await one.close()
+            await two.close()
+
+    asyncio.run(scenario())

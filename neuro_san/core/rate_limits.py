@@ -140,7 +140,7 @@ class RateLimiter:
                 self._forget_idle(now)
             bucket = self._buckets[caller] = _Bucket(limits.capacity, now)
         if limits.concurrent_chats and bucket.active >= limits.concurrent_chats:
-            self._decided(caller, False)
+            self.decided(caller, False)
             raise RateLimited(
                 f"this caller already has {bucket.active} chats in progress, its limit "
                 f"({limits.concurrent_chats}); retry when one ends",
@@ -151,7 +151,7 @@ class RateLimiter:
             bucket.tokens = min(limits.capacity, bucket.tokens + (now - bucket.updated) * rate)
             bucket.updated = now
             if bucket.tokens < 1:
-                self._decided(caller, False)
+                self.decided(caller, False)
                 wait = (1 - bucket.tokens) / rate
                 raise RateLimited(
                     f"this caller is over its rate limit of {limits.chats:g} chats per "
@@ -159,10 +159,10 @@ class RateLimiter:
                     retry_after=wait,
                 )
             bucket.tokens -= 1
-        self._decided(caller, True)
+        self.decided(caller, True)
         return bucket
 
-    def _decided(self, caller: str, allowed: bool) -> None:
+    def decided(self, caller: str, allowed: bool) -> None:
         if self._on_decision is not None:
             self._on_decision(caller, allowed)
 

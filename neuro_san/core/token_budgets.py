@@ -48,6 +48,10 @@ class TokenLedger:
             found.append(("daily", DAY, limits.tokens_per_day))
         return found
 
+    def seed(self, caller: str, period: int, tokens: int) -> None:
+        """Start the current ``period`` window of ``caller`` at ``tokens`` (shared totals)."""
+        self._spent.setdefault(caller, {})[(period, int(self._clock() // period))] = tokens
+
     def check(self, caller: str, limits: CallerLimits | None) -> None:
         """Raise :class:`TokenBudgetExhausted` if a budget of ``caller`` is already spent."""
         self._over(caller, limits, 0, "is spent")

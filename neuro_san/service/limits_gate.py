@@ -107,17 +107,19 @@ class RedisGate:
         keys = [self._token_key(caller, period, now) for period, _, _ in budgets]
         values = await self._redis.mget(keys)
         spent = {period: int(value or 0) for (period, _, _), value in zip(budgets, values, strict=True)}
-        for period, budget, _ in budgets:
-            if spent[period] >= budget:
-                # The local ledger words the refusal (which budget, when it resets).
-                ledger = TokenLedger(limits)
-                ledger.spend(caller, limits, spent[period])
+        self._view(caller, limits, spent).check(caller, limits)  # words the refusal: which budget, when
         return spent
 
-    def _usage_callback(self, caller: str, limits: CallerLimits, spent: dict[int, int]) -> UsageCallback:
-        ledger = TokenLedger(limits)  # this chat's view: shared totals at its start + its own
+    @staticmethod
+    def _view(caller: str, limits: CallerLimits, spent: dict[int, int]) -> TokenLedger:
+        """A ledger holding the shared totals, for one chat."""
+        ledger = TokenLedger(limits)
         for period, tokens in spent.items():
-            ledger._spent.setdefault(caller, {})[(period, int(time.time() // period))] = tokens
+            ledger.seed(caller, period, tokens)
+        return ledger
+
+    def _usage_callback(self, caller: str, limits: CallerLimits, spent: dict[int, int]) -> UsageCallback:
+        ledger = self._view(caller, limits, spent)  # shared totals at the chat's start + its own
 
         def on_usage(tokens: int) -> None:
             task = asyncio.get_running_loop().create_task(self._add_tokens(caller, limits, tokens))
@@ -149,7 +151,7 @@ class RedisGate:
             rate = limits.chats / limits.period_seconds
             wait = float(await self._bucket(keys=[f"{PREFIX}bucket:{caller}"], args=[limits.capacity, rate]))
             if wait > 0:
-                self.local.limiter._decided(caller, False)
+                self.local.limiter.decided(caller, False)
                 raise RateLimited(
                     f"this caller is over its rate limit of {limits.chats:g} chats per "
                     f"{limits.period_seconds:g} s (all replicas); retry in {int(wait + 0.999)} s",
@@ -161,15 +163,15 @@ class RedisGate:
                 active, _ = await pipe.incr(key).expire(key, CONCURRENCY_TTL).execute()
             if active > limits.concurrent_chats:
                 await self._redis.decr(key)
-                self.local.limiter._decided(caller, False)
+                self.local.limiter.decided(caller, False)
                 raise RateLimited(
                     f"this caller already has {active - 1} chats in progress, its limit "
                     f"({limits.concurrent_chats}, all replicas); retry when one ends",
                     retry_after=1,
                 )
-            self.local.limiter._decided(caller, True)
+            self.local.limiter.decided(caller, True)
             return True
-        self.local.limiter._decided(caller, True)
+        self.local.limiter.decided(caller, True)
         return False
 
     async def _release(self, caller: str) -> None:
