@@ -13,7 +13,7 @@ HOST ?= 127.0.0.1
 # The playground's browser tests drive Debian's chromium (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install run test test-fast browser protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak
+.PHONY: help install run test test-fast browser protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
 	$(VENV)/bin/ruff check neuro_san gateway tests bench mcp_frontend a2a_frontend playground
 	$(VENV)/bin/mypy
 
+redis-server: ## Debian's redis-server for the shared-limits tests, installed (as root, non-interactively) if missing
+	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+
 # As root (CI, the dev machines) a missing chromium is installed; anyone else is told how.
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -63,10 +66,10 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root)
 
-test: $(STAMP) browser proto-check lint ## install, check generated code and lint, then run the whole suite
+test: $(STAMP) browser redis-server proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest
 
-test-fast: $(STAMP) ## only the test suite
+test-fast: $(STAMP) redis-server ## only the test suite
 	$(PY) -m pytest -x
 
 bench: $(STAMP) ## run the benchmark suite and print its table

@@ -27,7 +27,7 @@ from bench import procs
 from bench.table import render_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8")
+SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "limiter")
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,10 @@ def run_all(s: Settings, fast: bool, only: frozenset[str] = frozenset(SCENARIOS)
         results["S7"] = run_s7(s, fast)
     if "S8" in only:
         results["S8"] = run_s8(s, fast)
+    if "limiter" in only:
+        from bench.limiter import run_limiter
+
+        results["limiter"] = run_limiter(s is SMOKE)
     return results
 
 

@@ -44,6 +44,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S8", "workers_2.chats_per_s", "S8 S2 on --workers 2", "chats/s", ""),
     ("S8", "workers_2.cpu_ms_per_chat", "S8 --workers 2 server CPU per chat", "ms", ""),
     ("S8", "speedup", "S8 workers 2 / workers 1", "×", ""),
+    ("limiter", "off_us_per_chat", "per-caller limiter, limits off (per chat)", "µs", ""),
+    ("limiter", "on_us_per_chat", "per-caller limiter, rate + tokens on (per chat)", "µs", ""),
 )
 
 

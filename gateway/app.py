@@ -19,6 +19,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 
 from gateway.binder import RequestBinder
 from gateway.config import GatewayConfig
+from gateway.connection_guard import read_body
 from gateway.errors import GatewayError, encode_status
 from gateway.forward import SSE_TYPE, Forwarder, json_response
 from gateway.frontends import FrontEnd, FrontEndContext, FrontEndFactory, FrontEndRoute
@@ -217,6 +218,8 @@ class Gateway:
         route = target.route
         body = await self._read_body(request) if route.body else b""
         metadata = self.mapper.to_metadata(request.headers)
+        if request.remote:  # per-address rate limits (trusted only from the in-process gateway)
+            metadata = [*metadata, ("x-neuro-san-client", request.remote)]
         timeout = parse_timeout(request.headers.get("Grpc-Timeout"),
                                 self.config.max_timeout_seconds)
         message, path_metadata = target.binder.bind(body, captures, request.query.items())
@@ -237,7 +240,7 @@ class Gateway:
         if length is not None and length > limit:
             raise _too_large(limit)
         try:
-            body = await request.read()
+            body = await read_body(request, self.config.connection_limits.body_read_seconds, limit)
         except web.HTTPRequestEntityTooLarge:
             raise _too_large(limit) from None
         if body and request.headers.get("Content-Type", "").strip():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from gateway.connection_guard import ConnectionLimits
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -33,6 +36,8 @@ class GatewayConfig:
       when the server asks for one (mTLS). Setting any ``target_*`` file implies TLS.
       ``target_server_name`` overrides the name checked against the server's
       certificate (useful when the target is an address list).
+    - ``connection_limits``: deadlines and caps for slow and flooding clients (see
+      :mod:`gateway.connection_guard`; ``AGENT_HTTP_*`` environment variables by default).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -50,6 +55,7 @@ class GatewayConfig:
     target_cert: Path | None = None
     target_key: Path | None = None
     target_server_name: str | None = None
+    connection_limits: ConnectionLimits = field(default_factory=lambda: ConnectionLimits.from_env(os.environ))
 
     @property
     def serves_tls(self) -> bool:

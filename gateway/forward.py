@@ -55,6 +55,9 @@ def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
     headers = metadata_to_headers(error.initial_metadata(), "Grpc-Metadata-")
     if status == 401:  # RFC 9110: a 401 names the scheme it wants (API keys as bearer tokens)
         headers.append(("WWW-Authenticate", "Bearer"))
+    for key, value in error.trailing_metadata() or ():
+        if key == "retry-after" and isinstance(value, str):  # a rate limit says when to retry
+            headers.append(("Retry-After", value))
     return json_response(status, encode_status(body), headers)
 
 

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from gateway.app import Gateway
 from gateway.config import GatewayConfig
+from gateway.connection_guard import GuardedAppRunner
 from gateway.frontends import FrontEndFactory
 from gateway.invoker import Invoker
 from gateway.tls import channel_credentials, server_ssl_context
@@ -80,8 +81,9 @@ async def start_gateway(
         )
     try:
         gateway = Gateway(invoker, config, frontends=frontends)
-        runner = web.AppRunner(
+        runner = GuardedAppRunner(
             gateway.make_app(),
+            config.connection_limits,
             handler_cancellation=True,  # a client that goes away cancels its gRPC call
             access_log=None,
             shutdown_timeout=config.shutdown_grace_seconds,

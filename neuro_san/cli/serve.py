@@ -142,7 +142,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
+    from neuro_san.core.errors import ConfigurationError
+
+    try:
+        config = config_from_args(args)
+    except (ValueError, ConfigurationError) as bad:  # a bad setting: say which, do not start
+        log.error("not starting: %s", bad)
+        return 2
     from neuro_san.cli import workers
     from neuro_san.core.errors import ConfigurationError
     from neuro_san.service.server import AgentServer

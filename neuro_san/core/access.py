@@ -13,6 +13,7 @@ Keys come from a file (``AGENT_API_KEYS_FILE``; YAML or JSON)::
       - name: reporting           # shown in logs, never the key itself
         key: "…"                  # or key_sha256: "<hex digest>", to keep files secret-free
         agents: ["hello_world", "deep/*"]
+        limits: {chats: 30, period_seconds: 60, concurrent_chats: 2}   # optional, see rate_limits.py
 
 or from ``AGENT_API_KEYS`` (``key1,key2``: each may call every public network).
 Keys are compared as SHA-256 digests with ``hmac.compare_digest`` against every
@@ -33,6 +34,7 @@ from typing import Any
 import yaml
 
 from neuro_san.core.errors import AgentNotFound, ConfigurationError, PermissionDenied, Unauthenticated
+from neuro_san.core.rate_limits import CallerLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,10 @@ class Principal:
 
     name: str
     agents: tuple[str, ...] = ("*",)
+    #: The key's own rate limits (``limits`` in the keys file); None: the defaults.
+    limits: CallerLimits | None = None
+    #: A hash of the key, safe for metrics and logs (never the key or its digest).
+    key_id: str = ""
 
     def may_call(self, agent: str, public: bool) -> bool:
         for pattern in self.agents:
@@ -66,6 +72,10 @@ def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
 
 
+def _key_id(digest: bytes) -> str:
+    return hashlib.sha256(b"neuro-san key id:" + digest).hexdigest()[:12]
+
+
 class AccessPolicy:
     def __init__(self, keys: Sequence[_Key] = ()) -> None:
         self._keys = tuple(keys)
@@ -79,7 +89,8 @@ class AccessPolicy:
         keys: list[_Key] = []
         for n, secret in enumerate(s.strip() for s in env.get("AGENT_API_KEYS", "").split(",")):
             if secret:
-                keys.append(_Key(_digest(secret), Principal(f"key-{n + 1}")))
+                digest = _digest(secret)
+                keys.append(_Key(digest, Principal(f"key-{n + 1}", key_id=_key_id(digest))))
         path = env.get("AGENT_API_KEYS_FILE", "").strip()
         if path:
             keys.extend(_read_keys_file(Path(path)))
@@ -152,5 +163,7 @@ def _read_keys_file(path: Path) -> list[_Key]:
         agents = entry.get("agents", ["*"])
         if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
             raise ConfigurationError(f"{where}: 'agents' must be a list of names or patterns")
-        keys.append(_Key(digest, Principal(str(entry.get("name", f"key-{n + 1}")), tuple(agents))))
+        limits = CallerLimits.parse(where, entry["limits"]) if "limits" in entry else None
+        name = str(entry.get("name", f"key-{n + 1}"))
+        keys.append(_Key(digest, Principal(name, tuple(agents), limits, _key_id(digest))))
     return keys

@@ -8,7 +8,7 @@ for protobuf, and keeps the core free of transport concerns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -122,6 +122,9 @@ class ChatRequest:
     chat_filter: ChatFilter = ChatFilter.MINIMAL
     metadata: dict[str, str] = field(default_factory=dict)
     user_message: ChatMessage | None = None
+    #: Called with the tokens of each LLM call as it completes; may raise to stop the
+    #: chat (per-caller token budgets, set by the service).
+    on_usage: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ NETWORK_KEYS = frozenset(
         "llm_config", "tools", "commondefs", "metadata", "max_iterations", "max_steps",
         "max_execution_seconds", "request_timeout_seconds", "max_attempts", "sly_data_schema",
         "toolbox_info_file",
+        "max_tokens_per_request",
     }
 )  # fmt: skip
 AGENT_KEYS = frozenset(
@@ -320,6 +321,9 @@ def _network_limits(document: dict[str, Any], check: _Checker) -> dict[str, Any]
     attempts = check.optional_int(document.get("max_attempts"), "max_attempts", minimum=1)
     if attempts is not None:
         limits["max_attempts"] = attempts
+    tokens = check.optional_int(document.get("max_tokens_per_request"), "max_tokens_per_request", minimum=1)
+    if tokens is not None:
+        limits["max_tokens_per_request"] = tokens
     return limits
 
 

@@ -138,6 +138,8 @@ class NetworkSpec:
     request_timeout_seconds: float = 0.0
     #: Attempts per LLM call on retryable errors.
     max_attempts: int = 3
+    #: LLM tokens one request may spend (0: the server's AGENT_MAX_TOKENS_PER_REQUEST).
+    max_tokens_per_request: int = 0
     #: The file it was read from.
     source: str = ""
     #: Listed by Concierge.

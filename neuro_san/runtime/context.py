@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import ChatMessage, MessageType, Origin, OriginPath
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.interface import LlmMessage, ModelFactory, Usage
@@ -72,6 +73,10 @@ class RequestContext:
     llm_keys: Mapping[str, Any] = field(default_factory=dict, repr=False)
     #: The server's temporary networks (NetworkCopyMiddleware); None where there are none.
     reservations: ReservationStore | None = None
+    #: Tokens one request may spend (max_tokens_per_request); 0: no cap.
+    max_tokens: int = 0
+    #: Told each LLM call's tokens (per-caller budgets); may raise to stop the request.
+    on_usage: Callable[[int], None] | None = None
 
     def instantiate(self, parent: OriginPath, tool: str) -> OriginPath:
         """The origin of a new instance of ``tool`` called from ``parent``; the index
@@ -83,6 +88,15 @@ class RequestContext:
         entry = self.usage_by_model.setdefault(model_key, ModelUsage())
         entry.usage = entry.usage + usage
         entry.requests += 1
+        if self.on_usage is not None:
+            self.on_usage(usage.total_tokens)
+        if self.max_tokens:
+            total = sum(e.usage.total_tokens for e in self.usage_by_model.values())
+            if total > self.max_tokens:
+                raise LimitExceeded(
+                    f"this request used {total} LLM tokens, over its cap of {self.max_tokens} "
+                    "(max_tokens_per_request); it was stopped"
+                )
 
     def emit(
         self,

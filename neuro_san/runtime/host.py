@@ -60,8 +60,11 @@ class NetworkHost:
         signer: ContextSigner | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
         mcp: McpClients | None = None,
+        max_tokens_per_request: int = 0,
     ) -> None:
         self._source = source
+        #: The default cap when a network sets no max_tokens_per_request (0: none).
+        self.max_tokens_per_request = max_tokens_per_request
         self._models = models
         self._coded_tools = coded_tools
         self._tools = AgentToolBinder(ExternalAgents(self, remote), mcp or McpClients.from_env(os.environ))
@@ -174,6 +177,8 @@ class NetworkHost:
             telemetry=self._telemetry,
             llm_keys=llm_keys,
             reservations=self.reservations,
+            max_tokens=network.max_tokens_per_request or self.max_tokens_per_request,
+            on_usage=request.on_usage,
         )
         if not streaming and invocation_kind(network.front.function) == "event":
             # neuro-san's event invocation: acknowledge at once, do the work in the background.

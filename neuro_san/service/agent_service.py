@@ -23,13 +23,17 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from neuro_san.api.grpc import agent_pb2
-from neuro_san.core.access import AccessPolicy, credentials_from_metadata
+from neuro_san.core.access import AccessPolicy, Principal, credentials_from_metadata
 from neuro_san.core.errors import InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
+from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
+from neuro_san.core.token_budgets import TokenLedger
 from neuro_san.service import convert
 from neuro_san.service.admission import Admission
+from neuro_san.service.caller_limits import caller_of
 from neuro_san.service.errors import abort_with
+from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.logs import CALL, request_id_from
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,7 @@ class _Call:
     request_id: str = ""
     method: str = ""
     span: Span = NO_SPAN
+    principal: Principal | None = None
 
     def bind(self, agent: str) -> str:
         """Name the agent once known, for telemetry, the span and every log line of the call."""
@@ -105,8 +110,11 @@ class AgentRouter(grpc.GenericRpcHandler):
         admission: Admission | None = None,
         access: AccessPolicy | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
+        gate: LocalGate | RedisGate | None = None,
     ) -> None:
         self._host = host
+        #: Per-caller rate limits and token budgets.
+        self._gate = gate or LocalGate(RateLimiter(), TokenLedger())
         self._telemetry = telemetry
         self._access = access or AccessPolicy()
         self._admission = admission or Admission()
@@ -159,12 +167,14 @@ class AgentRouter(grpc.GenericRpcHandler):
     def _connectivity(self, agent: str, _request: agent_pb2.ConnectivityRequest) -> agent_pb2.ConnectivityResponse:
         return convert.connectivity_to_proto(*self._host.connectivity(agent))
 
-    def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext) -> str:
+    def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None) -> str:
         """The agent the call names, once the caller is allowed to call it."""
         name = fixed if fixed is not None else self._named_in_metadata(context)
         if self._access.enabled:
             principal = self._access.authenticate(credentials_from_metadata(context.invocation_metadata() or ()))
             self._access.check(principal, name, self._host.is_public(name))
+            if call is not None:
+                call.principal = principal
         return name
 
     def _named_in_metadata(self, context: grpc.aio.ServicerContext) -> str:
@@ -247,20 +257,23 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    name = call.bind(self._agent_name(agent, context))
-                    chat_request = convert.request_from_proto(request, self._metadata(context))
-                    echo = request if chat_request.chat_filter.is_maximal else None
-                    stream = self._host.chat(name, chat_request)
-                    try:
-                        async for message in stream:
-                            if message is None:
-                                yield _EMPTY_RESPONSE
-                                continue
-                            response = agent_pb2.ChatResponse(request=echo)
-                            convert.message_to_proto(message, response.response)
-                            yield response
-                    finally:
-                        await stream.aclose()  # type: ignore[attr-defined]
+                    name = call.bind(self._agent_name(agent, context, call))
+                    caller, limits = caller_of(call.principal, context.peer(), context.invocation_metadata() or ())
+                    async with self._gate.chat(caller, limits) as on_usage:
+                        chat_request = convert.request_from_proto(request, self._metadata(context))
+                        chat_request.on_usage = on_usage
+                        echo = request if chat_request.chat_filter.is_maximal else None
+                        stream = self._host.chat(name, chat_request)
+                        try:
+                            async for message in stream:
+                                if message is None:
+                                    yield _EMPTY_RESPONSE
+                                    continue
+                                response = agent_pb2.ChatResponse(request=echo)
+                                convert.message_to_proto(message, response.response)
+                                yield response
+                        finally:
+                            await stream.aclose()  # type: ignore[attr-defined]
             except Exception as error:
                 await abort_with(context, error)
 

@@ -36,7 +36,11 @@ def details_trailer(error: NeuroSanError) -> tuple[tuple[str, bytes], ...]:
 async def abort_with(context: grpc.aio.ServicerContext, error: BaseException) -> None:
     """Abort the call for ``error`` (always raises)."""
     if isinstance(error, NeuroSanError):
-        context.set_trailing_metadata(details_trailer(error))
+        trailer: tuple[tuple[str, str | bytes], ...] = details_trailer(error)
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after is not None:  # rate limits: when a retry can succeed (HTTP Retry-After)
+            trailer += (("retry-after", str(retry_after)),)
+        context.set_trailing_metadata(trailer)
         await context.abort(status_code(error.code), error.message)
     log.error("unexpected error while serving a call", exc_info=error)
     await context.abort(grpc.StatusCode.INTERNAL, "internal error; the server log has the details")

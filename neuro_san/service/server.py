@@ -21,7 +21,9 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
+from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
+from neuro_san.core.token_budgets import TokenLedger
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
@@ -32,8 +34,11 @@ from neuro_san.runtime.signing import ContextSigner
 from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
+from neuro_san.service.caller_limits import count_decision
 from neuro_san.service.concierge_service import ConciergeServicer
+from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
+from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PrometheusTelemetry
 
 log = logging.getLogger(__name__)
@@ -82,6 +87,14 @@ class ServerConfig:
     tracing: bool = False
     #: Share the port with sibling processes (SO_REUSEPORT): ``serve --workers``.
     reuse_port: bool = False
+    #: Keepalive, connection idle/age and streams per connection (AGENT_GRPC_*).
+    connection_limits: GrpcConnectionLimits = field(default_factory=GrpcConnectionLimits)
+    #: Per-caller rate limits when the API keys file gives a key none (AGENT_RATE_LIMIT_*).
+    rate_limits: CallerLimits = field(default_factory=CallerLimits)
+    #: LLM tokens per request when a network sets no max_tokens_per_request (0: none).
+    max_tokens_per_request: int = 0
+    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL).
+    limits_redis_url: str = ""
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
         if self.tls_cert is None and self.tls_key is None:
@@ -115,6 +128,10 @@ class ServerConfig:
             tls_key=_env_path("AGENT_TLS_KEY_FILE"),
             tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
             tracing=env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry", "on", "true", "1"),
+            connection_limits=GrpcConnectionLimits.from_env(env),
+            rate_limits=CallerLimits.from_env(env),
+            max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
+            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip(),
         )
 
 
@@ -139,8 +156,16 @@ class AgentServer:
             keepalive_seconds=config.keepalive_seconds,
             signer=ContextSigner(config.chat_context_key) if config.chat_context_key else None,
             telemetry=self.telemetry,
+            max_tokens_per_request=config.max_tokens_per_request,
         )
         self.admission = Admission(config.max_concurrent_requests)
+        self.limiter = RateLimiter(config.rate_limits, on_decision=count_decision)
+        self.tokens = TokenLedger(config.rate_limits)
+        local = LocalGate(self.limiter, self.tokens)
+        #: Shared across replicas through Redis when AGENT_LIMITS_REDIS_URL is set.
+        self.gate: LocalGate | RedisGate = local
+        if config.limits_redis_url:
+            self.gate = RedisGate(config.limits_redis_url, local)
         self.health = health.aio.HealthServicer()
         #: The method handlers served, also called directly by the in-process gateway.
         self.handlers = HandlerSet()
@@ -165,10 +190,13 @@ class AgentServer:
                 # admission (AGENT_MAX_CONCURRENT_REQUESTS) is where load is refused.
                 ("grpc.server.max_pending_requests", PENDING_CALLS),
                 ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
+                *self.config.connection_limits.server_options(),
             ]
         )
         access = self.config.access
-        router = AgentRouter(self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry)
+        router = AgentRouter(
+            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.gate
+        )
         self.handlers.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
             ConciergeServicer(self.host, access), self.handlers  # type: ignore[arg-type]
@@ -226,6 +254,8 @@ class AgentServer:
         await asyncio.gather(*drains)
         await self.models.aclose()
         await self.host.aclose()
+        if isinstance(self.gate, RedisGate):
+            await self.gate.close()
         if self._remote_close is not None:
             await self._remote_close()
 

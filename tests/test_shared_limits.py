@@ -1,0 +1,113 @@
+"""Rate limits shared by replicas through a real redis-server (AGENT_LIMITS_REDIS_URL),
+and the fall-back to per-replica limits when Redis goes away."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.support import grpc_calls as calls
+from tests.support.servers import ServerProcess, free_port, start_server
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None, reason="redis-server is not installed (make test installs it)"
+)
+
+KEYS = {"keys": [{"name": "limited", "key": "limited-key", "limits": {"chats": 3, "period_seconds": 3600}}]}
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    port = free_port()
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(5)
+
+
+def _chat(server: ServerProcess) -> grpc.StatusCode:
+    with grpc.insecure_channel(server.grpc_target) as channel:
+        try:
+            calls.streaming_chat(channel, "echo", calls.chat_request("hi"), qualified=True,
+                                 metadata=[("authorization", "Bearer limited-key")])
+        except grpc.RpcError as error:
+            return error.code()  # type: ignore[attr-defined,no-any-return]
+    return grpc.StatusCode.OK
+
+
+def test_two_replicas_share_a_key_s_limit_and_survive_a_redis_outage(
+    redis_server: tuple[subprocess.Popen[bytes], int], tmp_path: Path
+) -> None:
+    process, port = redis_server
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps(KEYS))
+    env = {"AGENT_API_KEYS_FILE": str(keys), "AGENT_LIMITS_REDIS_URL": f"redis://127.0.0.1:{port}/0"}
+    with start_server(env=env) as a, start_server(env=env) as b:
+        # 3 chats per hour for the key, across both replicas.
+        assert [_chat(a), _chat(b), _chat(a)] == [grpc.StatusCode.OK] * 3
+        assert _chat(b) == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert _chat(a) == grpc.StatusCode.RESOURCE_EXHAUSTED
+        # Redis goes away mid-test: each replica falls back to its own limits.
+        process.kill()
+        process.wait(5)
+        assert _chat(a) == grpc.StatusCode.OK
+        assert _chat(b) == grpc.StatusCode.OK
+        for replica in (a, b):
+            assert "limits are per replica" in replica.log() and "WARNING" in replica.log()
+        assert [_chat(a) for _ in range(3)][-1] == grpc.StatusCode.RESOURCE_EXHAUSTED  # a's own bucket
+
+
+def test_token_budgets_are_shared_through_redis(redis_server: tuple[subprocess.Popen[bytes], int]) -> None:
+    import asyncio
+
+    from neuro_san.core.rate_limits import CallerLimits, RateLimiter
+    from neuro_san.core.token_budgets import TokenBudgetExhausted, TokenLedger
+    from neuro_san.service.limits_gate import LocalGate, RedisGate
+
+    _, port = redis_server
+    limits = CallerLimits(tokens_per_hour=50)
+
+    async def scenario() -> None:
+        url = f"redis://127.0.0.1:{port}/0"
+        one, two = (RedisGate(url, LocalGate(RateLimiter(), TokenLedger())) for _ in range(2))
+        try:
+            async with one.chat("key:k", limits) as on_usage:
+                on_usage(30)
+            await asyncio.sleep(0.2)  # the INCRBY is sent in the background
+            with pytest.raises(TokenBudgetExhausted, match="was crossed during this chat"):
+                async with two.chat("key:k", limits) as on_usage:  # the other replica sees the 30
+                    on_usage(30)
+            await asyncio.sleep(0.2)
+            spent = r"hourly LLM token budget \(50 tokens\) is spent; it resets at"
+            with pytest.raises(TokenBudgetExhausted, match=spent):
+                async with one.chat("key:k", limits):
+                    pass
+            async with two.chat("key:other", limits):  # another caller is unaffected
+                pass
+        finally:
+            await one.close()
+            await two.close()
+
+    asyncio.run(scenario())
