@@ -99,7 +99,7 @@ class A2AFrontEnd:
         ]
 
     def _metadata(self, request: web.Request) -> list[tuple[str, Any]]:
-        return list(self.context.headers.to_metadata(request.headers))
+        return self.context.metadata(request)
 
     async def _description(self, request: web.Request, agent: str) -> str:
         """The network's description; raises AioRpcError (unknown network, no key…)."""

@@ -119,7 +119,7 @@ class Gateway:
         ]
         if config.metrics:
             entries.append(Router.fixed("GET", METRICS_PATH, Endpoint("metrics", metrics_endpoint)))
-        context = FrontEndContext(
+        context = self._frontend_context = FrontEndContext(
             invoker=invoker,
             config=config,
             headers=self.mapper,
@@ -217,9 +217,7 @@ class Gateway:
             raise GatewayError(Code.UNAVAILABLE, "the gateway is shutting down")
         route = target.route
         body = await self._read_body(request) if route.body else b""
-        metadata = self.mapper.to_metadata(request.headers)
-        if request.remote:  # per-address rate limits (trusted only from the in-process gateway)
-            metadata = [*metadata, ("x-neuro-san-client", request.remote)]
+        metadata = self._frontend_context.metadata(request)  # per-address limits: see FrontEndContext
         timeout = parse_timeout(request.headers.get("Grpc-Timeout"),
                                 self.config.max_timeout_seconds)
         message, path_metadata = target.binder.bind(body, captures, request.query.items())

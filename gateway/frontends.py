@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from gateway.metadata import HeaderMapper
     from gateway.routes import Route
 
+#: The metadata key of the HTTP client's address (see ``FrontEndContext.metadata``).
+CLIENT_ADDRESS_METADATA = "x-neuro-san-client"
+
 #: A front-end handler gets the request and the route template's captures.
 FrontEndHandler = Callable[[web.Request, dict[str, str]], Awaitable[web.StreamResponse]]
 
@@ -73,6 +76,15 @@ class FrontEndContext:
     is_draining: Callable[[], bool]
     #: gRPC method path (``/pkg.Service/Method``) → the REST route bound to it.
     routes_by_path: dict[str, Route]
+
+    def metadata(self, request: web.Request) -> list[tuple[str, str | bytes]]:
+        """The caller's headers as gRPC metadata, exactly as the REST routes send them: the
+        forwarded headers and ``Authorization``, then the client's address (per-address rate
+        limits when API keys are off; appended last, so a forged header of that name loses)."""
+        metadata = list(self.headers.to_metadata(request.headers))
+        if request.remote:
+            metadata.append((CLIENT_ADDRESS_METADATA, request.remote))
+        return metadata
 
     def method(self, service: str, method: str) -> Callable[..., Any]:
         """The invoker's callable for ``service``'s ``method`` (e.g. AgentService, StreamingChat).

@@ -137,7 +137,7 @@ class McpFrontEnd:
         # Cancellations are matched within one session and one caller.
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The front-end names the network itself (as the REST routes' own variables win).
-        metadata = [item for item in self._context.headers.to_metadata(request.headers) if item[0] not in _OURS]
+        metadata = [item for item in self._context.metadata(request) if item[0] not in _OURS]
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)
         try:
