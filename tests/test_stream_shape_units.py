@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
 from neuro_san.api.grpc import agent_pb2
@@ -111,3 +112,23 @@ def test_a_network_without_parameters_is_offered_an_inquiry_and_the_log_says_so_
     assert first["required"] == ["inquiry"] and first["properties"]["inquiry"]["type"] == "string"
     warnings = [r for r in caplog.records if "/no_params_for_this_test" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_connectivity_lists_the_tree_depth_first_as_neuro_san_does() -> None:
+    """Each node before its tools, a branch fully before the next (neuro-san 0.7.15's order,
+    seen on its intranet_agents network); a node reached twice is listed once."""
+    from tests.support.runtime import make_host
+
+    def agent(name: str, tools: list[str]) -> dict[str, Any]:
+        return {"name": name, "function": {"description": name}, "instructions": "x", "tools": tools}
+
+    document = {
+        "llm_config": {"class": "scripted"},
+        "tools": [
+            agent("top", ["left", "right"]), agent("left", ["leaf_a", "shared"]), agent("right", ["shared"]),
+            agent("leaf_a", []), agent("shared", []),
+        ],
+    }
+    host, _ = make_host({"tree": document})
+    entries, _ = host.connectivity("tree")
+    assert [entry.origin for entry in entries] == ["top", "left", "leaf_a", "shared", "right"]

@@ -108,9 +108,15 @@ class NetworkHost:
     def connectivity(self, agent: str) -> tuple[list[ConnectivityEntry], Mapping[str, Any] | None]:
         network = self._network(agent)
         entries: list[ConnectivityEntry] = []
-        order = [network.front_man]
-        seen = set(order)
-        for name in order:
+        # Depth first, each node before its tools and the tools in written order, as
+        # neuro-san lists them (a UI draws the tree in this order); each node once.
+        pending = [network.front_man]
+        seen: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
             if is_external_ref(name):
                 entries.append(ConnectivityEntry(name, (), "external_agent"))
                 continue
@@ -119,10 +125,7 @@ class NetworkHost:
             entries.append(
                 ConnectivityEntry(name, tuple(tools), node.display_as or node.kind, node.metadata)
             )
-            for tool in tools:
-                if tool not in seen:
-                    seen.add(tool)
-                    order.append(tool)
+            pending.extend(reversed([tool for tool in tools if tool not in seen]))
         return entries, network.metadata
 
     def list_agents(self, include_private: bool = False) -> list[AgentInfo]:
