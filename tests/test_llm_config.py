@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -217,3 +218,30 @@ def test_resolved_config_is_hashable_and_makes_endpoints() -> None:
     endpoint = resolved.endpoint()
     assert endpoint.max_attempts == 2 and endpoint.headers["Authorization"].startswith("Bearer ")
     assert "sk-env-openai" not in repr(endpoint)
+
+
+def test_neuro_sans_echo_test_model_is_served_as_the_offline_echo(tmp_path: Path) -> None:
+    """neuro-san ships chat_mock_llm_echo with its test class ChatMockLlm, which echoes the
+    input: the network loads here and answers with what it was told."""
+    import asyncio
+
+    from neuro_san.core.messages import ChatRequest
+    from neuro_san.network.loader import load_network
+    from tests.support.runtime import make_host
+
+    network = tmp_path / "mock.hocon"
+    network.write_text(
+        '{"llm_config": {"class": "neuro_san.test.llms.chat_mock_llm.ChatMockLlm", "model_name": "echo"},'
+        ' "tools": [{"name": "echoer", "function": {"description": "echo"}, "instructions": "Echo."}]}'
+    )
+    assert load_network(network, "mock").front_man == "echoer"
+    document = {
+        "llm_config": {"class": "neuro_san.test.llms.chat_mock_llm.ChatMockLlm", "model_name": "echo"},
+        "tools": [{"name": "echoer", "function": {"description": "echo"}, "instructions": "Echo."}],
+    }
+    host, _ = make_host({"mock": document})
+
+    async def chat() -> list[str]:
+        return [m.text for m in [m async for m in host.chat("mock", ChatRequest(user_text="hello there"))] if m]
+
+    assert asyncio.run(chat()) == ["hello there"]

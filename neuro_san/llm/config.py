@@ -81,7 +81,13 @@ AZURE_API_VERSION = "2024-10-21"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_ATTEMPTS = 3
 
-_CLASS_ALIASES = {"azure_openai": "azure-openai", "azure": "azure-openai"}
+_CLASS_ALIASES = {
+    "azure_openai": "azure-openai",
+    "azure": "azure-openai",
+    # neuro-san's own test model (its chat_mock_llm_echo network): it only echoes the input,
+    # which is what the offline scripted model does with no tools and no reply template.
+    "neuro_san.test.llms.chat_mock_llm.chatmockllm": "scripted",
+}
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 KNOWN_KEYS = frozenset(
     {
