@@ -150,14 +150,14 @@ async def _serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    from a2a_frontend import make_a2a_frontend
+    from a2a_frontend import a2a_frontends
     from gateway.server import start_gateway  # aiohttp and grpc load only when the gateway runs
     from mcp_frontend import mcp_frontends
     from playground import make_frontend, playground_enabled
 
     frontends = [
         *mcp_frontends(),
-        make_a2a_frontend,
+        *a2a_frontends(),
         make_frontend(playground_enabled(getattr(args, "no_playground", False))),
     ]
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=frontends)

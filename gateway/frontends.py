@@ -17,7 +17,10 @@ and passed to ``start_gateway(..., frontends=[make_frontend])``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from gateway.invoker import Invoker
     from gateway.metadata import HeaderMapper
     from gateway.routes import Route
+
+log = logging.getLogger(__name__)
 
 #: The metadata key of the HTTP client's address (see ``FrontEndContext.metadata``).
 CLIENT_ADDRESS_METADATA = "x-neuro-san-client"
@@ -99,3 +104,72 @@ class FrontEndContext:
 
 
 FrontEndFactory = Callable[[FrontEndContext], FrontEnd]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteSpec:
+    """A front-end route without its handler: what the gateway's table needs before the
+    front-end itself is loaded (see :class:`LazyFrontEnd`)."""
+
+    http_method: str
+    template: str
+    name: str
+
+
+class LazyFrontEnd:
+    """A front-end whose package is imported on its first request, not at start-up.
+
+    The A2A SDK (Starlette, httpx, pydantic models) and the MCP types take about 1.5 s to
+    import, three times what the rest of ``neuro-san serve`` needs to become healthy, and
+    a server whose callers never speak those protocols should not pay for them. The routes
+    are declared up front (``specs``) so 404/405 and metrics work as for any route; the
+    first request imports the package in a worker thread (the event loop keeps serving),
+    builds the real front-end with the same context and hands every request to it.
+    """
+
+    def __init__(
+        self, context: FrontEndContext, label: str, specs: Sequence[RouteSpec], load: Callable[[], FrontEndFactory]
+    ) -> None:
+        self._context = context
+        self._label = label
+        self._specs = tuple(specs)
+        self._load = load
+        self._lock = asyncio.Lock()
+        self._frontend: FrontEnd | None = None
+        self._handlers: dict[RouteSpec, FrontEndHandler] = {}
+
+    def routes(self) -> Iterable[FrontEndRoute]:
+        return [FrontEndRoute(s.http_method, s.template, s.name, self._forwarder(s)) for s in self._specs]
+
+    async def close(self) -> None:
+        if self._frontend is not None:
+            await self._frontend.close()
+
+    def _forwarder(self, spec: RouteSpec) -> FrontEndHandler:
+        async def forward(request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+            if self._frontend is None:
+                await self._load_once()
+            return await self._handlers[spec](request, captures)
+
+        return forward
+
+    async def _load_once(self) -> None:
+        async with self._lock:
+            if self._frontend is not None:
+                return
+            started = time.perf_counter()
+            factory = await asyncio.to_thread(self._load)
+            frontend = factory(self._context)
+            handlers = {RouteSpec(r.http_method, r.template, r.name): r.handler for r in frontend.routes()}
+            if set(handlers) != set(self._specs):
+                # A programming error (the declared routes drifted from the real ones), not a
+                # caller's: fail loudly rather than serve a table that lies.
+                raise RuntimeError(f"the {self._label} front-end's routes differ from those declared for it")
+            self._handlers, self._frontend = handlers, frontend
+            elapsed_ms = 1000 * (time.perf_counter() - started)
+            log.info("%s front-end loaded on its first request (%.0f ms)", self._label, elapsed_ms)
+
+
+def lazy_frontend(label: str, specs: Sequence[RouteSpec], load: Callable[[], FrontEndFactory]) -> FrontEndFactory:
+    """A factory for :class:`LazyFrontEnd`: ``load`` imports the package and returns its factory."""
+    return lambda context: LazyFrontEnd(context, label, specs, load)

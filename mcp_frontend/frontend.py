@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import secrets
 from collections.abc import Iterable
 from typing import Any
@@ -44,10 +43,10 @@ from mcp_frontend.protocol import (
     notification,
     result_envelope,
 )
+from mcp_frontend.switch import MCP_PATH
 from mcp_frontend.tools import ToolCatalog
 from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
 
-MCP_PATH = "/mcp"
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 JSON_TYPE = "application/json"
@@ -59,12 +58,6 @@ MAX_BATCH = 64
 _SSE_HEARTBEAT = b": keep-alive\n\n"
 #: Metadata only the front-end sets: a caller's ``Grpc-Metadata-agent-name`` is dropped.
 _OURS = frozenset({"agent-name", MCP_LISTING_METADATA_KEY})
-
-
-def mcp_enabled(env: dict[str, str] | None = None) -> bool:
-    """``AGENT_MCP_ENABLE``: on unless set to something other than ``true`` (as neuro-san)."""
-    value = (os.environ if env is None else env).get("AGENT_MCP_ENABLE", "true")
-    return value.strip().lower() == "true"
 
 
 class McpFrontEnd:

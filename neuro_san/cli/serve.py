@@ -179,7 +179,7 @@ async def _serve(args: argparse.Namespace) -> int:
     local = None
     playground = False
     if not args.no_http:
-        from a2a_frontend import make_a2a_frontend
+        from a2a_frontend import a2a_frontends
         from gateway import GatewayConfig, start_gateway
         from gateway.inprocess import InProcessInvoker
         from mcp_frontend import mcp_frontends
@@ -214,7 +214,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
-                frontends=[*mcp_frontends(), make_a2a_frontend, make_frontend(playground)],
+                frontends=[*mcp_frontends(), *a2a_frontends(), make_frontend(playground)],
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)
