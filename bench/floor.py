@@ -4,7 +4,11 @@
 ChatResponse echoing the text. ``python -m bench.floor http``: a bare aiohttp server
 answering ``POST /api/v1/{agent}/streaming_chat`` with one NDJSON line echoing the text.
 No LLM, no runtime, no gateway: what is left is the framework's own cost per call, which
-bounds what S2 (HTTP) and S4 (gRPC) could reach. Prints ``READY port=<port>``.
+bounds what S2 (HTTP) and S4 (gRPC) could reach. ``python -m bench.floor http-llm --llm-url
+URL``: the HTTP floor plus what S2 does besides our code, one OpenAI-style call to the fake
+LLM through a pooled aiohttp client (as ``neuro_san/llm/http.py`` makes it) whose answer is
+the line; so S2's CPU per chat minus this floor's is what our code costs.
+Prints ``READY port=<port>``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import signal
 from collections.abc import AsyncIterator, Sequence
 
+import aiohttp
 import grpc
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, chat_pb2
@@ -62,7 +67,22 @@ async def http_chat(request: web.Request) -> web.StreamResponse:
     return stream
 
 
-async def serve(kind: str, sleep_s: float = 0.0) -> None:
+async def http_llm_chat(request: web.Request) -> web.StreamResponse:
+    body = json.loads(await request.read())
+    text = body.get("user_message", {}).get("text", "")
+    completion = {"model": "fake-model", "messages": [{"role": "user", "content": text}]}
+    session: aiohttp.ClientSession = request.app["llm"]
+    async with session.post(request.app["llm_url"], json=completion) as reply:
+        answer = await reply.json()
+    stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json-lines"})
+    await stream.prepare(request)
+    line = {"response": {"type": "AI", "text": answer["choices"][0]["message"]["content"]}}
+    await stream.write(json.dumps(line).encode() + b"\n")
+    await stream.write_eof()
+    return stream
+
+
+async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "") -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -84,7 +104,13 @@ async def serve(kind: str, sleep_s: float = 0.0) -> None:
         return
     app = web.Application()
     app["sleep_s"] = sleep_s
-    app.router.add_post("/api/v1/{agent}/streaming_chat", http_chat)
+    if kind == "http-llm":
+        app["llm_url"] = f"{llm_url.rstrip('/')}/chat/completions"
+        app["llm"] = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit_per_host=4096),
+            headers={"Authorization": "Bearer bench-key"},
+        )
+    app.router.add_post("/api/v1/{agent}/streaming_chat", http_llm_chat if kind == "http-llm" else http_chat)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
@@ -92,15 +118,20 @@ async def serve(kind: str, sleep_s: float = 0.0) -> None:
     print(f"READY port={runner.addresses[0][1]}", flush=True)
     await stop.wait()
     await runner.cleanup()
+    if kind == "http-llm":
+        await app["llm"].close()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="bare echo servers: the benchmark's floor")
-    parser.add_argument("kind", choices=("grpc", "http"))
+    parser.add_argument("kind", choices=("grpc", "http", "http-llm"))
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--sleep-ms", type=float, default=0.0, help="wait this long per chat (S5's floor)")
+    parser.add_argument("--llm-url", default="", help="http-llm: the fake LLM's OpenAI base URL (…/v1)")
     args = parser.parse_args(argv)
-    run_loop(serve(args.kind, args.sleep_ms / 1000), args.uvloop)
+    if args.kind == "http-llm" and not args.llm_url:
+        parser.error("http-llm needs --llm-url")
+    run_loop(serve(args.kind, args.sleep_ms / 1000, args.llm_url), args.uvloop)
 
 
 if __name__ == "__main__":

@@ -180,8 +180,8 @@ def start_fake(latency_ms: float, use_uvloop: bool) -> tuple[Proc, int]:
     return proc, port_of(proc.wait_for("READY", 30))
 
 
-def start_floor(kind: str, use_uvloop: bool, sleep_ms: float = 0.0) -> tuple[Proc, int]:
-    args = [sys.executable, "-m", "bench.floor", kind, "--sleep-ms", str(sleep_ms)]
+def start_floor(kind: str, use_uvloop: bool, sleep_ms: float = 0.0, llm_url: str = "") -> tuple[Proc, int]:
+    args = [sys.executable, "-m", "bench.floor", kind, "--sleep-ms", str(sleep_ms), "--llm-url", llm_url]
     proc = Proc.start(args + (["--uvloop"] if use_uvloop else []))
     return proc, port_of(proc.wait_for("READY", 30))
 

@@ -181,6 +181,17 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floors[kind] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid))  # noqa: B023
         finally:
             floor.stop()
+    # S2's framework floor: the HTTP floor plus one LLM call through aiohttp's client.
+    fake, fake_port = procs.start_fake(0.0, fast)
+    try:
+        floor, port = procs.start_floor("http-llm", fast, llm_url=f"http://127.0.0.1:{fake_port}/v1")
+        try:
+            spec = closed_spec("http", f"http://127.0.0.1:{port}", "echo", s.clients, s.floor_seconds, s, fast)
+            floors["http_llm"] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid, fake_pid=fake.pid))
+        finally:
+            floor.stop()
+    finally:
+        fake.stop()
     # S5's floor: the same burst against bare servers that only wait out the LLM latency.
     for kind in ("grpc", "http"):
         floor, port = procs.start_floor(kind, fast, s.s5_latency_ms)
@@ -192,6 +203,10 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floor.stop()
     if "S2" in results:
         floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
+        # What our code adds per chat on top of the frameworks' own cost for S2's two HTTP exchanges.
+        floors["s2_cpu_over_http_llm_floor_ms"] = (
+            results["S2"]["cpu_ms_per_chat"] - floors["http_llm"]["cpu_ms_per_chat"]
+        )
     if "S4" in results:
         floors["s4_fraction_of_grpc_floor"] = _ratio(results["S4"]["chats_per_s"], floors["grpc"]["chats_per_s"])
     return floors
