@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from a2a.types import TaskState
 from mcp.shared.exceptions import MCPError
 
 from tests.a2a_support import a2a_client, send, user_message
+from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.mcp import mcp_client
 from tests.support.servers import ServerProcess, start_server
@@ -165,3 +169,50 @@ def test_a2a_a_spent_token_budget_is_refused_naming_the_budget_and_its_reset(ser
     assert "hourly LLM token budget (5 tokens) is spent" in message and "resets at" in message
     assert 0 < _retry_after(response) <= HOUR
     assert _a2a_send(server, "other-key", "meanwhile").status_code == 200
+
+
+# ---- a busy server, and a refusal after the response started --------------------------
+
+
+@pytest.fixture(scope="module")
+def busy() -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
+    """One chat at a time for the whole server; streams send a heartbeat every 0.3 s."""
+    with FakeInThread() as fake, tempfile.TemporaryDirectory() as folder:
+        keys = Path(folder) / "keys.json"
+        keys.write_text(json.dumps(KEYS))
+        env = {**override_env(fake), "AGENT_API_KEYS_FILE": str(keys), "AGENT_MAX_CONCURRENT_REQUESTS": "1",
+               "AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS": "0.3"}
+        with start_server(env=env, http=True) as started:
+            yield fake, started
+
+
+def test_a_server_at_its_concurrency_cap_is_503_not_429_on_mcp_and_a2a(
+    busy: tuple[FakeLlmServer, ServerProcess],
+) -> None:
+    fake, server = busy
+    fake.enqueue(Reply.stall(2.5))
+    with ThreadPoolExecutor(1) as pool:
+        holder = pool.submit(_mcp_call, server, "other-key", "holds the one place")
+        time.sleep(0.8)
+        for response in (_mcp_call(server, "mcp-rate-key", "busy?"), _a2a_send(server, "a2a-rate-key", "busy?")):
+            assert response.status_code == 503, response.text
+            error = response.json()["error"]
+            assert error["code"] == -32002 and "AGENT_MAX_CONCURRENT_REQUESTS" in error["message"], error
+            assert error["data"]["reason"] == "TOO_MANY_REQUESTS"
+        assert holder.result().status_code == 200
+
+
+def test_mcp_a_refusal_after_the_stream_started_is_a_json_rpc_error_event(
+    busy: tuple[FakeLlmServer, ServerProcess],
+) -> None:
+    fake, server = busy
+    fake.enqueue(Reply.stall(1.0))  # heartbeats start the SSE stream before the budget is crossed
+    response = _mcp_call(server, "mcp-budget-key", "spend more than five tokens", progress=True)
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+    assert response.text.startswith(": keep-alive"), response.text
+    events = [json.loads(line[len("data: "):]) for line in response.text.splitlines() if line.startswith("data: ")]
+    *progress, last = events
+    assert all(event["method"] == "notifications/progress" for event in progress), events
+    assert last["id"] == 7 and last["error"]["code"] == RATE_LIMITED, last
+    assert "was crossed during this chat" in last["error"]["message"]
+    assert last["error"]["data"]["retry_after_seconds"] > 0
