@@ -17,6 +17,7 @@ from tests.support.servers import ROOT, free_port
     ("AGENT_TOKEN_BUDGET_PER_HOUR=-5", "tokens_per_hour"),
     ("AGENT_HTTP_MAX_CONNECTIONS=lots", "AGENT_HTTP_MAX_CONNECTIONS='lots' is not a number"),
     ("AGENT_GRPC_KEEPALIVE_SECONDS=-1", "AGENT_GRPC_KEEPALIVE_SECONDS='-1' must not be negative"),
+    ("AGENT_MAX_CONCURRENT_REQUESTS=many", "AGENT_MAX_CONCURRENT_REQUESTS='many' is not a number"),
 ])  # fmt: skip
 def test_workers_refuse_a_bad_limit_setting_with_one_line_and_exit_2(setting: str, said: str) -> None:
     name, _, value = setting.partition("=")
