@@ -31,6 +31,7 @@ from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from a2a_frontend.conversations import ConversationStore
 from a2a_frontend.tasks import OWNER_KEY
+from gateway.errors import rpc_failure
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,10 @@ METADATA_KEY = "neuro_san"
 #: ServerCallContext.state keys set by the front-end for each call.
 AGENT_KEY = "neuro_san.agent"
 GRPC_METADATA_KEY = "neuro_san.metadata"
+#: A list in the call state where a chat refused by the service (caller limits, busy
+#: server) is put, so that the front-end can answer an unsent response with the refusal's
+#: HTTP status and Retry-After instead of a failed task.
+REFUSALS_KEY = "neuro_san.refusals"
 
 _THINKING_TYPES = frozenset({chat_pb2.ChatMessage.AI, chat_pb2.ChatMessage.AGENT,
                              chat_pb2.ChatMessage.AGENT_TOOL_RESULT, chat_pb2.ChatMessage.AGENT_PROGRESS})
@@ -146,9 +151,14 @@ class NetworkExecutor(AgentExecutor):
                                                  "origin": origin}},
                     ))
         except grpc.aio.AioRpcError as error:
-            reason = f"{error.code().name}: {error.details()}"
+            failure = rpc_failure(error)
+            reason = f"{error.code().name}: {failure.message}"
             log.info("A2A task %s failed: %s", task_id, reason)
-            await updater.failed(updater.new_agent_message([Part(text=f"Error: {reason}")]))
+            extra: dict[str, Any] | None = None
+            if failure.is_refusal:  # which limit, when to retry: also in the failed task's message
+                extra = {METADATA_KEY: failure.jsonrpc_data()}
+                state.get(REFUSALS_KEY, []).append(failure)
+            await updater.failed(updater.new_agent_message([Part(text=f"Error: {reason}")], metadata=extra))
             return
         if answer is None:
             await updater.failed(updater.new_agent_message([Part(text="Error: the network gave no answer")]))

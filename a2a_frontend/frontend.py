@@ -28,13 +28,14 @@ from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from a2a_frontend.asgi_bridge import Receive, Scope, Send, call_asgi
 from a2a_frontend.cards import card_to_json, network_card, server_card
 from a2a_frontend.conversations import ConversationStore
-from a2a_frontend.executor import AGENT_KEY, GRPC_METADATA_KEY, NetworkExecutor
+from a2a_frontend.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
 from a2a_frontend.tasks import OWNER_KEY, BoundedTaskStore, owner_of
-from gateway.errors import status_from_rpc_error
+from gateway.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.forward import json_response
 from gateway.frontends import FrontEndContext, FrontEndRoute
 from gateway.marshal import dumps
@@ -62,12 +63,22 @@ def _base_url(request: web.Request) -> str:
     return f"{request.scheme}://{request.host}"
 
 
-def _jsonrpc_error(status: int, code: int, message: str, data: Any = None) -> web.Response:
+def _jsonrpc_error(
+    status: int, code: int, message: str, data: Any = None, headers: list[tuple[str, str]] | None = None
+) -> web.Response:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-    return json_response(status, body)
+    return json_response(status, body, headers)
+
+
+def _refused(request_id: Any, failure: RpcFailure) -> JSONResponse:
+    """A chat the service refused (rate limit, token budget: 429; busy: 503), answered as
+    the REST gateway answers it: the HTTP status, ``Retry-After``, the service's message."""
+    error = {"code": failure.jsonrpc_code, "message": failure.message, "data": failure.jsonrpc_data()}
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error},
+                        status_code=failure.http_status, headers=dict(failure.headers()))
 
 
 class A2AFrontEnd:
@@ -147,8 +158,9 @@ class A2AFrontEnd:
         try:
             await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
-            status, body = status_from_rpc_error(error)
-            return _jsonrpc_error(status, -32600, str(body.get("message", "")), body)
+            failure = rpc_failure(error)
+            code = failure.jsonrpc_code if failure.is_refusal else -32600
+            return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(), failure.headers())
         try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as error:
@@ -159,7 +171,9 @@ class A2AFrontEnd:
             # A 0.3 method name with a newer A2A-Version: the SDK calls that an internal error.
             return _jsonrpc_error(200, -32600, f"method {method!r} is A2A 0.3 but {VERSION_HEADER} is {version!r}; "
                                   "send A2A 1.0 method names (SendMessage…) or no version header")
+        refusals: list[RpcFailure] = []
         state = {
+            REFUSALS_KEY: refusals,
             AGENT_KEY: agent,
             GRPC_METADATA_KEY: self._metadata(request),
             OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
@@ -167,6 +181,10 @@ class A2AFrontEnd:
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             response = await self._dispatcher.handle_requests(Request(scope, receive))
+            if refusals and isinstance(response, JSONResponse):
+                # SendMessage waited for the task, which the service refused: nothing is sent
+                # yet, so say it as REST does. A stream has started: its task failed with the message.
+                response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
             await response(scope, receive, send)
 
         return await call_asgi(app, request, {_SCOPE_STATE: state})

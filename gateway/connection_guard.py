@@ -33,6 +33,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_server import Server
 
 from gateway.errors import GatewayError
+from neuro_san.core.env_settings import env_numbers
 from neuro_san.core.errors import Code
 
 log = logging.getLogger(__name__)
@@ -51,18 +52,7 @@ class ConnectionLimits:
         """``AGENT_HTTP_*`` settings; a value that is not a number (or is negative) is
         refused here, at start-up, rather than ignored."""
         defaults = cls()
-        values: dict[str, Any] = {}
-        for name, field_name, kind in _ENV_SETTINGS:
-            text = env.get(name, "").strip()
-            if not text:
-                continue
-            try:
-                value = kind(text)
-            except ValueError:
-                raise ValueError(f"{name}={text!r} is not a number") from None
-            if value < 0:
-                raise ValueError(f"{name}={text!r} must not be negative")
-            values[field_name] = value
+        values = env_numbers(env, _ENV_SETTINGS)
         return cls(**{**defaults.__dict__, **values})
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
-from neuro_san.core.errors import Code, http_status
+from neuro_san.core.errors import JSONRPC_CODE_BY_HTTP_STATUS, REFUSAL_REASONS, Code, http_status
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
@@ -55,19 +56,64 @@ def bad_request(message: str, field: str, description: str | None = None) -> Gat
     return GatewayError(Code.INVALID_ARGUMENT, message, details=[detail])
 
 
-def status_from_rpc_error(error: grpc.aio.AioRpcError) -> tuple[int, dict[str, Any]]:
-    """(HTTP status, Status dict) for a failed call, details decoded when present."""
-    code = error.code().value[0]
-    message = error.details() or ""
+@dataclass(frozen=True, slots=True)
+class RpcFailure:
+    """A failed call as every HTTP-side transport sees it (REST, MCP, A2A): one reading of
+    the status, its ErrorInfo reason and the ``retry-after`` trailer, one HTTP status."""
+
+    code: int
+    message: str
+    details: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    #: Whole seconds, as the service sent them in the ``retry-after`` trailer.
+    retry_after: str | None = None
+
+    @property
+    def http_status(self) -> int:
+        # The reason matters too: a server at its concurrency cap is 503, not 429.
+        return http_status(self.code, self.reason)
+
+    @property
+    def is_refusal(self) -> bool:
+        """The call was refused for a while (caller limits, server busy or draining), not
+        failed by the network: JSON-RPC front-ends answer it as a request error."""
+        return self.reason in REFUSAL_REASONS
+
+    @property
+    def jsonrpc_code(self) -> int:
+        return JSONRPC_CODE_BY_HTTP_STATUS.get(self.http_status, -32603)
+
+    def headers(self) -> list[tuple[str, str]]:
+        return [("Retry-After", self.retry_after)] if self.retry_after else []
+
+    def status_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+    def jsonrpc_data(self) -> dict[str, Any]:
+        """The ``error.data`` of a JSON-RPC refusal: what REST clients get as the body."""
+        data: dict[str, Any] = {"http_status": self.http_status, "reason": self.reason, **self.status_dict()}
+        if self.retry_after:
+            data["retry_after_seconds"] = int(self.retry_after) if self.retry_after.isdigit() else self.retry_after
+        return data
+
+
+def rpc_failure(error: grpc.aio.AioRpcError) -> RpcFailure:
+    """The failure of a call, details decoded when present."""
     details: list[dict[str, Any]] = []
     reason: str | None = None
-    trailing = error.trailing_metadata() or ()
-    for key, value in trailing:
+    retry_after: str | None = None
+    for key, value in error.trailing_metadata() or ():
         if key == _STATUS_DETAILS_KEY and isinstance(value, bytes):
             details, reason = _decode_details(value)
-            break
-    # The reason matters too: a server at its concurrency cap is 503, not 429.
-    return http_status(code, reason), {"code": code, "message": message, "details": details}
+        elif key == "retry-after" and isinstance(value, str):  # a rate limit says when to retry
+            retry_after = value
+    return RpcFailure(error.code().value[0], error.details() or "", details, reason, retry_after)
+
+
+def status_from_rpc_error(error: grpc.aio.AioRpcError) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, Status dict) for a failed call, details decoded when present."""
+    failure = rpc_failure(error)
+    return failure.http_status, failure.status_dict()
 
 
 def _decode_details(raw: bytes) -> tuple[list[dict[str, Any]], str | None]:

@@ -28,7 +28,7 @@ import grpc
 from aiohttp import web
 from google.protobuf.message import Message
 
-from gateway.errors import encode_status, status_from_rpc_error
+from gateway.errors import encode_status, rpc_failure
 from gateway.marshal import MessageCodec, dumps
 from gateway.metadata import Metadata, metadata_to_headers
 
@@ -51,14 +51,12 @@ def json_response(status: int, body: bytes, headers: list[tuple[str, str]] | Non
 
 
 def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
-    status, body = status_from_rpc_error(error)
+    failure = rpc_failure(error)
     headers = metadata_to_headers(error.initial_metadata(), "Grpc-Metadata-")
-    if status == 401:  # RFC 9110: a 401 names the scheme it wants (API keys as bearer tokens)
+    if failure.http_status == 401:  # RFC 9110: a 401 names the scheme it wants (API keys as bearer tokens)
         headers.append(("WWW-Authenticate", "Bearer"))
-    for key, value in error.trailing_metadata() or ():
-        if key == "retry-after" and isinstance(value, str):  # a rate limit says when to retry
-            headers.append(("Retry-After", value))
-    return json_response(status, encode_status(body), headers)
+    headers += failure.headers()  # a rate limit says when to retry
+    return json_response(failure.http_status, encode_status(failure.status_dict()), headers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +142,7 @@ class Forwarder:
                         message = await call.read()
                 except grpc.aio.AioRpcError as error:
                     pending = None
-                    _, status = status_from_rpc_error(error)
+                    status = rpc_failure(error).status_dict()
                     await stream.write(self._error_frame(status, sse))
                     break
                 except Exception:  # never end a failed stream without an error line

@@ -17,7 +17,7 @@ import grpc
 import mcp_types
 from neuro_san.api.grpc import agent_pb2
 
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, RpcFailure, rpc_failure
 from gateway.marshal import MessageCodec
 from mcp_frontend.protocol import UNAUTHENTICATED, JsonRpcError, wire
 from mcp_frontend.tools import McpTool
@@ -130,8 +130,19 @@ def _step_text(message: dict[str, Any]) -> str:
     return f"{where} {kind}: {text}".strip() if where else f"{kind}: {text}"
 
 
+def refusal(failure: RpcFailure) -> JsonRpcError:
+    """A refused request (caller over its rate limit or token budget: 429; server busy or
+    draining: 503) as a JSON-RPC error with the service's own message, sent with the HTTP
+    status and ``Retry-After`` of the REST gateway when the response has not started."""
+    return JsonRpcError(failure.jsonrpc_code, failure.message, data=failure.jsonrpc_data(),
+                        http_status=failure.http_status, headers=failure.headers())
+
+
 def _rpc_failure(tool: McpTool, error: grpc.aio.AioRpcError) -> dict[str, Any]:
     code, details = error.code(), error.details() or ""
+    failure = rpc_failure(error)
+    if failure.is_refusal:  # not the network's failure: the request is refused for a while
+        raise refusal(failure)
     if code == grpc.StatusCode.UNAUTHENTICATED:
         raise JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {details}", http_status=401)
     if code == grpc.StatusCode.PERMISSION_DENIED:

@@ -12,7 +12,8 @@ import grpc
 import mcp_types
 from pydantic import ValidationError
 
-from mcp_frontend.calls import ProgressSink, ToolCaller
+from gateway.errors import rpc_failure
+from mcp_frontend.calls import ProgressSink, ToolCaller, refusal
 from mcp_frontend.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -125,6 +126,9 @@ def _protocol_error(error: grpc.aio.AioRpcError) -> JsonRpcError:
     code, details = error.code(), error.details() or ""
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {details}", http_status=401)
+    failure = rpc_failure(error)
+    if failure.is_refusal:  # caller limits (429) or a busy / draining server (503), as REST says
+        return refusal(failure)
     if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
         return JsonRpcError(SERVER_BUSY, f"Server unavailable, try again later: {details}", http_status=503)
     return JsonRpcError(INTERNAL_ERROR, f"The agent service failed: {code.name}: {details}")

@@ -147,7 +147,7 @@ class McpFrontEnd:
         try:
             result = await self._run(Call(method, params, metadata), request_id, session)
         except JsonRpcError as error:
-            return _json(error.http_status, error.envelope(request_id))
+            return _json(error.http_status, error.envelope(request_id), dict(error.headers))
         headers = {SESSION_HEADER: secrets.token_hex(16)} if method == "initialize" else None
         return _json(200, result_envelope(request_id, result), headers)
 
@@ -190,15 +190,18 @@ class McpFrontEnd:
         self, request: web.Request, call: Call, request_id: Any, token: Any, session: str
     ) -> web.StreamResponse:
         """tools/call with a progress token: an SSE stream of progress notifications, then
-        the result."""
+        the result. The stream starts with its first event (or heartbeat), so a request
+        refused before any (rate limit, token budget, busy server) still gets its HTTP
+        status and ``Retry-After``; a refusal after that is a JSON-RPC error event."""
         stream = web.StreamResponse(status=200, headers={
             "Content-Type": SSE_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
         })
-        await stream.prepare(request)
         writing = asyncio.Lock()  # progress events and heartbeats must not interleave
 
         async def write(chunk: bytes) -> None:
             async with writing:
+                if not stream.prepared:
+                    await stream.prepare(request)
                 await stream.write(chunk)
 
         async def progress(steps: int, message: str) -> None:
@@ -219,6 +222,8 @@ class McpFrontEnd:
             envelope = result_envelope(request_id, await self._run(call, request_id, session))
         except JsonRpcError as error:
             envelope = error.envelope(request_id)
+            if not stream.prepared and error.http_status != 200:  # nothing sent yet: a plain answer
+                return _json(error.http_status, envelope, dict(error.headers))
         finally:
             if beating is not None:
                 beating.cancel()

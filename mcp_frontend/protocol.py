@@ -37,9 +37,18 @@ class JsonRpcError(Exception):
     """A request that ends in a JSON-RPC error (and the HTTP status to send it with)."""
 
     def __init__(
-        self, code: int, message: str, *, data: Any = None, http_status: int = 200, request_id: Any = None
+        self,
+        code: int,
+        message: str,
+        *,
+        data: Any = None,
+        http_status: int = 200,
+        request_id: Any = None,
+        headers: list[tuple[str, str]] | None = None,
     ) -> None:
         super().__init__(message)
+        #: HTTP headers to send with it (``Retry-After`` of a refusal).
+        self.headers = headers or []
         self.code = code
         self.message = message
         self.data = data

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support import load
@@ -137,8 +138,10 @@ def test_the_network_time_budget_and_the_concurrency_limit_apply(tmp_path: Path)
                     started = time.monotonic()
                     first = asyncio.create_task(client.call_tool("slow", {"user_message": {"text": "hi"}}))
                     assert await _until(lambda: fake.request_count > 0)
-                    refused = await client.call_tool("slow", {"user_message": {"text": "me too"}})
-                    assert refused.is_error and "Failed to execute tool slow" in refused.content[0].text, refused
+                    # A server at its cap refuses the request (HTTP 503, JSON-RPC -32002), as REST does.
+                    with pytest.raises(MCPError, match="limit of 1 concurrent chats") as refused:
+                        await client.call_tool("slow", {"user_message": {"text": "me too"}})
+                    assert refused.value.error.code == -32002
                     result = await first
                     assert result.is_error and result.content[0].text.startswith("Timeout for tool slow"), result
                     assert time.monotonic() - started < 10

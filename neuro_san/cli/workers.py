@@ -179,9 +179,25 @@ def _ports(args: argparse.Namespace) -> tuple[str, int, int]:
     return config.host, config.port, http_port
 
 
+def _check_settings(args: argparse.Namespace) -> None:
+    """Settings every worker would refuse, refused once here before any is started: the
+    server's own (``_ports`` reads them) and the HTTP gateway's connection limits."""
+    if not args.no_http:
+        from gateway.connection_guard import ConnectionLimits
+
+        ConnectionLimits.from_env(os.environ)
+
+
 def supervise(args: argparse.Namespace, count: int) -> int:
     """Run ``count`` workers until SIGTERM / SIGINT; 0 when all drained cleanly."""
-    host, grpc_wanted, http_wanted = _ports(args)
+    from neuro_san.core.errors import ConfigurationError
+
+    try:
+        host, grpc_wanted, http_wanted = _ports(args)
+        _check_settings(args)
+    except (ValueError, ConfigurationError) as bad:  # one line and exit 2, as a single server
+        log.error("not starting: %s", bad)
+        return 2
     grpc_port, grpc_holder = _reserve(host, grpc_wanted)
     http_port, http_holder = (0, None) if args.no_http else _reserve(host, http_wanted)
     command = _worker_command(args, grpc_port, http_port)

@@ -78,6 +78,17 @@ HTTP_STATUS: dict[Code, int] = {
 HTTP_STATUS_BY_REASON: dict[str, int] = {"TOO_MANY_REQUESTS": 503}
 
 
+#: Reasons that refuse a call for a while, before (or instead of) running it: every
+#: transport answers them as a refusal of the request (its HTTP status, ``Retry-After``
+#: when known), never as a failure of the agent network. A server at its concurrency cap
+#: or draining is 503; a caller over its own rate limit or token budget is 429.
+REFUSAL_REASONS = frozenset({"TOO_MANY_REQUESTS", "DRAINING", "RATE_LIMITED", "TOKEN_BUDGET_EXHAUSTED"})
+
+#: JSON-RPC error codes (implementation-defined range) of refusals, for the JSON-RPC
+#: front-ends (MCP, A2A), by the HTTP status the one table above gives them.
+JSONRPC_CODE_BY_HTTP_STATUS: dict[int, int] = {429: -32029, 503: -32002}
+
+
 def http_status(code: int, reason: str | None = None) -> int:
     """HTTP status for a gRPC code (and ErrorInfo reason, when known); unknown codes are 500."""
     if reason is not None and reason in HTTP_STATUS_BY_REASON:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from neuro_san.core.env_settings import env_numbers
 
 _MS = 1000
 
@@ -40,19 +41,8 @@ class GrpcConnectionLimits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> GrpcConnectionLimits:
-        values: dict[str, Any] = {}
-        for name, field_name in _ENV_SETTINGS:
-            text = env.get(name, "").strip()
-            if not text:
-                continue
-            kind = int if field_name == "max_concurrent_streams" else float
-            try:
-                value = kind(text)
-            except ValueError:
-                raise ValueError(f"{name}={text!r} is not a number") from None
-            if value < 0:
-                raise ValueError(f"{name}={text!r} must not be negative")
-            values[field_name] = value
+        settings = [(name, field, int if field == "max_concurrent_streams" else float) for name, field in _ENV_SETTINGS]
+        values = env_numbers(env, settings)
         return cls(**values)
 
     def server_options(self) -> list[tuple[str, int]]:

@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
+from neuro_san.core.env_settings import env_number
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
 from neuro_san.core.token_budgets import TokenLedger
@@ -51,12 +52,9 @@ BUNDLED_TOOLS = Path(__file__).resolve().parents[1] / "coded_tools"
 
 
 def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    try:
-        return float(value) if value else default
-    except ValueError:
-        log.warning("ignoring %s=%r: not a number", name, value)
-        return default
+    """A number setting; one that is not a number (or is negative) is refused, not ignored."""
+    value = env_number(os.environ, name, float)
+    return default if value is None else float(value)
 
 
 def _env_path(name: str) -> Path | None:
