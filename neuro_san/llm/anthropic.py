@@ -21,7 +21,6 @@ HTTP, retries and errors are :class:`~neuro_san.llm.http.HttpPool`'s; the endpoi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,7 +28,7 @@ from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.reply_parts import new_tool_call_id, object_tool_call, token_count
 from neuro_san.llm.turns import alternating_turns
 
 #: The API version header value this adapter speaks.
@@ -162,26 +161,20 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
 
 
 def _tool_call(index: int, block: Mapping[str, Any], provider: str) -> ToolCall:
-    name = block.get("name")
-    if not isinstance(name, str):
-        raise LlmMalformedReply(f"tool_use block {index} has no name", provider)
     call_id = str(block.get("id") or new_tool_call_id("toolu_"))
-    tool_input = block.get("input")
-    if isinstance(tool_input, Mapping):
-        return ToolCall(call_id, name, dict(tool_input), json.dumps(tool_input))
-    raw = json.dumps(tool_input)
-    kind = type(tool_input).__name__
-    return ToolCall(call_id, name, {}, raw, f"tool input must be a JSON object, got {kind}")
+    return object_tool_call(
+        call_id,
+        block.get("name"),
+        block.get("input"),
+        where=f"tool_use block {index}",
+        complaint="tool input must be a JSON object",
+        provider=provider,
+    )
 
 
 def _usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
-        return Usage()
-
-    def tokens(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     # Cached input is still input the request consumed.
-    prompt = tokens("input_tokens") + tokens("cache_creation_input_tokens") + tokens("cache_read_input_tokens")
-    return Usage(prompt, tokens("output_tokens"))
+    prompt = sum(
+        token_count(usage, key) for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    return Usage(prompt, token_count(usage, "output_tokens"))

@@ -26,7 +26,6 @@ signatures) are kept and sent back, first, with their assistant turn.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,7 +34,7 @@ from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.reply_parts import new_tool_call_id, object_tool_call, token_count
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "bedrock-converse"
@@ -195,30 +194,24 @@ def parse_converse_reply(reply: Mapping[str, Any], provider: str, model_name: st
             texts.append(block["text"])
         elif isinstance(block.get("toolUse"), Mapping):
             use = block["toolUse"]
-            if not isinstance(use.get("name"), str):
-                raise LlmMalformedReply(f"toolUse block {index} has no name", provider)
-            tool_input = use.get("input")
             call_id = str(use.get("toolUseId") or new_tool_call_id("tooluse_"))
-            if isinstance(tool_input, Mapping):
-                calls.append(ToolCall(call_id, use["name"], dict(tool_input), json.dumps(tool_input)))
-            else:
-                kind = type(tool_input).__name__
-                calls.append(
-                    ToolCall(call_id, use["name"], {}, json.dumps(tool_input), f"input must be an object, got {kind}")
+            calls.append(
+                object_tool_call(
+                    call_id,
+                    use.get("name"),
+                    use.get("input"),
+                    where=f"toolUse block {index}",
+                    complaint="input must be an object",
+                    provider=provider,
                 )
+            )
         elif isinstance(block.get("reasoningContent"), Mapping):
             reasoning.append({"kind": REASONING_KIND, "block": dict(block["reasoningContent"])})
     usage = reply.get("usage")
-    tokens = usage if isinstance(usage, Mapping) else {}
-
-    def count(key: str) -> int:
-        value = tokens.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     return ModelResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(count("inputTokens"), count("outputTokens")),
+        usage=Usage(token_count(usage, "inputTokens"), token_count(usage, "outputTokens")),
         model=model_name,
         reasoning=tuple(reasoning),
         truncated=reply.get("stopReason") == "max_tokens",

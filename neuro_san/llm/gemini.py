@@ -20,7 +20,6 @@ Auth is the ``x-goog-api-key`` header (set by the provider layer).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,7 +27,7 @@ from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.reply_parts import new_tool_call_id, object_tool_call, token_count
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "gemini"
@@ -166,26 +165,20 @@ def parse_gemini_reply(reply: Mapping[str, Any], provider: str, model_name: str)
 
 
 def _tool_call(index: int, call: Mapping[str, Any], provider: str) -> ToolCall:
-    name = call.get("name")
-    if not isinstance(name, str):
-        raise LlmMalformedReply(f"functionCall in part {index} has no name", provider)
     # Older models send no id; ours starts with gemini_ so it is never sent back as one.
     call_id = str(call.get("id") or new_tool_call_id("gemini_"))
     args = call.get("args")
-    if args is None:
-        args = {}
-    if isinstance(args, Mapping):
-        return ToolCall(call_id, name, dict(args), json.dumps(args))
-    return ToolCall(call_id, name, {}, json.dumps(args), f"args must be a JSON object, got {type(args).__name__}")
+    return object_tool_call(
+        call_id,
+        call.get("name"),
+        {} if args is None else args,
+        where=f"functionCall in part {index}",
+        complaint="args must be a JSON object",
+        provider=provider,
+    )
 
 
 def _usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
-        return Usage()
-
-    def tokens(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     # Thinking tokens are billed as output.
-    return Usage(tokens("promptTokenCount"), tokens("candidatesTokenCount") + tokens("thoughtsTokenCount"))
+    output = token_count(usage, "candidatesTokenCount") + token_count(usage, "thoughtsTokenCount")
+    return Usage(token_count(usage, "promptTokenCount"), output)

@@ -14,6 +14,7 @@ from typing import Any
 
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
+from neuro_san.llm.reply_parts import new_tool_call_id
 
 
 class HttpJsonModel(ABC):
@@ -62,8 +63,6 @@ def unique_call_ids(response: ModelResponse, messages: Sequence[LlmMessage]) -> 
     (``call_0`` every round), and a repeated id makes providers pair results wrongly."""
     if not response.tool_calls:
         return response
-    from neuro_san.llm.openai_chat import new_tool_call_id
-
     used = {call.id for message in messages for call in message.tool_calls}
     calls = []
     for call in response.tool_calls:

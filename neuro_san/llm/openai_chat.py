@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.reply_parts import new_tool_call_id, token_count
 
 
 class OpenAIChatModel(HttpJsonModel):
@@ -202,12 +202,6 @@ def parse_openai_reply(reply: Mapping[str, Any], provider: str, model_name: str)
     )
 
 
-def new_tool_call_id(prefix: str = "call_") -> str:
-    """An id for a tool call the provider sent without one: random, so that it never
-    repeats on a later round of the same conversation (``call_<index>`` would)."""
-    return prefix + secrets.token_hex(12)
-
-
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -228,10 +222,4 @@ def _parse_tool_call(indexed: tuple[int, Any], provider: str) -> ToolCall:
 
 
 def _usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
-        return Usage()
-    return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return Usage(token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens"))
