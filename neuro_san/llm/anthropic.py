@@ -22,13 +22,13 @@ HTTP, retries and errors are :class:`~neuro_san.llm.http.HttpPool`'s; the endpoi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
-from neuro_san.llm.http_model import HttpJsonModel
+from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.reply_parts import new_tool_call_id, object_tool_call, token_count
+from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.turns import alternating_turns
 
 #: The API version header value this adapter speaks.
@@ -41,6 +41,13 @@ EMPTY_TEXT = "(empty)"
 #: The tag of reasoning state kept from a messages reply.
 REASONING_KIND = "anthropic"
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
+_TOOL_USE = ObjectArgumentsCall(
+    id_key="id",
+    arguments_key="input",
+    id_prefix="toolu_",
+    where="tool_use block {index}",
+    complaint="tool input must be a JSON object",
+)
 
 
 class AnthropicModel(HttpJsonModel):
@@ -52,14 +59,12 @@ class AnthropicModel(HttpJsonModel):
         endpoint: Endpoint,
         model_name: str,
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         thinking: Mapping[str, Any] | None = None,
         bedrock: bool = False,
+        **settings: Unpack[ModelSettings],
     ) -> None:
-        super().__init__(pool, endpoint, model_name)
-        self._temperature = temperature
-        self._max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        super().__init__(pool, endpoint, model_name, **settings)
+        self._max_tokens = self._max_tokens or DEFAULT_MAX_TOKENS
         self._thinking = dict(thinking) if thinking else None
         self._bedrock = bedrock
 
@@ -146,7 +151,7 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
         if kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind == "tool_use":
-            calls.append(_tool_call(index, block, provider))
+            calls.append(_TOOL_USE.read(index, block, provider))
         elif kind in _THINKING_BLOCKS:
             reasoning.append({"kind": REASONING_KIND, "block": dict(block)})
         # Other block kinds (server tools) carry nothing the runtime uses.
@@ -157,18 +162,6 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
         model=str(reply.get("model") or model_name),
         reasoning=tuple(reasoning),
         truncated=reply.get("stop_reason") == "max_tokens",
-    )
-
-
-def _tool_call(index: int, block: Mapping[str, Any], provider: str) -> ToolCall:
-    call_id = str(block.get("id") or new_tool_call_id("toolu_"))
-    return object_tool_call(
-        call_id,
-        block.get("name"),
-        block.get("input"),
-        where=f"tool_use block {index}",
-        complaint="tool input must be a JSON object",
-        provider=provider,
     )
 
 

@@ -24,36 +24,31 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.reply_parts import new_tool_call_id, object_tool_call, token_count
+from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "gemini"
+_FUNCTION_CALL = ObjectArgumentsCall(
+    id_key="id",
+    arguments_key="args",
+    # Older models send no id; ours starts with gemini_ so it is never sent back as one.
+    id_prefix="gemini_",
+    where="functionCall in part {index}",
+    complaint="args must be a JSON object",
+    missing_is_empty=True,
+)
 #: Schema keys Gemini's ``parameters`` (OpenAPI subset) does not accept.
 _UNSUPPORTED_SCHEMA_KEYS = frozenset({"additionalProperties", "$schema", "$ref", "$defs", "definitions", "examples"})
 
 
 class GeminiModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent`` (non-streaming)."""
+    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent`` (non-streaming).
 
-    def __init__(
-        self,
-        pool: HttpPool,
-        endpoint: Endpoint,
-        model_name: str,
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        generation: Mapping[str, Any] | None = None,
-    ) -> None:
-        """``generation`` holds extra ``generationConfig`` fields (``topK``,
-        ``thinkingConfig``…), already in Gemini's spelling."""
-        super().__init__(pool, endpoint, model_name)
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._generation = dict(generation or {})
+    ``extra_fields`` are extra ``generationConfig`` fields (``topK``,
+    ``thinkingConfig``…), already in Gemini's spelling.
+    """
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         system, contents = to_gemini_contents(messages)
@@ -62,7 +57,7 @@ class GeminiModel(HttpJsonModel):
             body["systemInstruction"] = {"parts": [{"text": system}]}
         if tools:
             body["tools"] = [{"functionDeclarations": [to_gemini_function(tool) for tool in tools]}]
-        generation = dict(self._generation)
+        generation = dict(self._extra_fields)
         if self._temperature is not None:
             generation["temperature"] = self._temperature
         if self._max_tokens is not None:
@@ -151,7 +146,7 @@ def parse_gemini_reply(reply: Mapping[str, Any], provider: str, model_name: str)
             texts.append(part["text"])
         call = part.get("functionCall")
         if isinstance(call, Mapping):
-            calls.append(_tool_call(index, call, provider))
+            calls.append(_FUNCTION_CALL.read(index, call, provider))
     signed = any(isinstance(p, Mapping) and p.get("thoughtSignature") for p in parts)
     reasoning = ({"kind": REASONING_KIND, "parts": [dict(p) for p in parts]},) if signed or calls else ()
     return ModelResponse(
@@ -161,20 +156,6 @@ def parse_gemini_reply(reply: Mapping[str, Any], provider: str, model_name: str)
         model=str(reply.get("modelVersion") or model_name),
         reasoning=reasoning,
         truncated=candidate.get("finishReason") == "MAX_TOKENS",
-    )
-
-
-def _tool_call(index: int, call: Mapping[str, Any], provider: str) -> ToolCall:
-    # Older models send no id; ours starts with gemini_ so it is never sent back as one.
-    call_id = str(call.get("id") or new_tool_call_id("gemini_"))
-    args = call.get("args")
-    return object_tool_call(
-        call_id,
-        call.get("name"),
-        {} if args is None else args,
-        where=f"functionCall in part {index}",
-        complaint="args must be a JSON object",
-        provider=provider,
     )
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
-from neuro_san.llm.http_model import HttpJsonModel
+from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.reply_parts import new_tool_call_id, token_count
 
@@ -35,29 +35,26 @@ class OpenAIChatModel(HttpJsonModel):
         endpoint: Endpoint,
         model_name: str,
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         reasoning: bool | None = None,
         instruction_role: str | None = None,
-        extra_body: Mapping[str, Any] | None = None,
+        **settings: Unpack[ModelSettings],
     ) -> None:
         """``reasoning`` (default: guessed from the name, see :func:`is_reasoning_model`)
         marks OpenAI reasoning models, which take ``max_completion_tokens`` instead of
         ``max_tokens`` and reject a non-default ``temperature`` (so it is not sent).
         ``instruction_role`` is the role instructions travel in (default ``system``; see
-        :func:`openai_instruction_role`). ``extra_body`` is merged into every request
-        (provider-specific fields such as Ollama's ``reasoning_effort``)."""
-        super().__init__(pool, endpoint, model_name)
+        :func:`openai_instruction_role`). ``extra_fields`` are merged into every request
+        body (provider-specific fields such as Ollama's ``reasoning_effort``)."""
+        super().__init__(pool, endpoint, model_name, **settings)
         self._reasoning = is_reasoning_model(model_name) if reasoning is None else reasoning
-        self._temperature = None if self._reasoning else temperature
-        self._max_tokens = max_tokens
+        if self._reasoning:
+            self._temperature = None
         self._instruction_role = instruction_role or "system"
-        self._extra_body = dict(extra_body or {})
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
         body: dict[str, Any] = {
-            **self._extra_body,
+            **self._extra_fields,
             "model": self._model_name,
             "messages": to_openai_messages(messages, self._instruction_role),
             "stream": False,

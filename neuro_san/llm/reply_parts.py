@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
@@ -34,23 +35,36 @@ def token_count(usage: Any, key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def object_tool_call(
-    call_id: str,
-    name: Any,
-    arguments: Any,
-    *,
-    where: str,
-    complaint: str,
-    provider: str,
-) -> ToolCall:
-    """A tool call whose ``arguments`` the protocol sends as a JSON object.
+@dataclass(frozen=True)
+class ObjectArgumentsCall:
+    """How one protocol spells a tool call whose arguments come as a JSON object.
 
-    A call without a string ``name`` cannot be run or answered: LlmMalformedReply
-    ("``where`` has no name"). Arguments that are not an object give ``{}`` and the error
-    "``complaint``, got <type>", which the runtime shows the model.
+    :meth:`read` gives the :class:`ToolCall`. A call without a string name cannot be run
+    or answered: LlmMalformedReply ("<where> has no name"). Arguments that are not an
+    object give ``{}`` and the error "<complaint>, got <type>", which the runtime shows
+    the model.
     """
-    if not isinstance(name, str):
-        raise LlmMalformedReply(f"{where} has no name", provider)
-    if isinstance(arguments, Mapping):
-        return ToolCall(call_id, name, dict(arguments), json.dumps(arguments))
-    return ToolCall(call_id, name, {}, json.dumps(arguments), f"{complaint}, got {type(arguments).__name__}")
+
+    #: The keys of the call's id, name and arguments.
+    id_key: str
+    arguments_key: str
+    #: The prefix of the id made for a call that came without one.
+    id_prefix: str
+    #: Where the call stood, for the malformed-reply message; ``{index}`` is its position.
+    where: str
+    complaint: str
+    #: Whether absent (or null) arguments mean "no arguments" rather than a wrong type.
+    missing_is_empty: bool = False
+    name_key: str = "name"
+
+    def read(self, index: int, call: Mapping[str, Any], provider: str) -> ToolCall:
+        name = call.get(self.name_key)
+        if not isinstance(name, str):
+            raise LlmMalformedReply(f"{self.where.format(index=index)} has no name", provider)
+        call_id = str(call.get(self.id_key) or new_tool_call_id(self.id_prefix))
+        arguments = call.get(self.arguments_key)
+        if arguments is None and self.missing_is_empty:
+            arguments = {}
+        if isinstance(arguments, Mapping):
+            return ToolCall(call_id, name, dict(arguments), json.dumps(arguments))
+        return ToolCall(call_id, name, {}, json.dumps(arguments), f"{self.complaint}, got {type(arguments).__name__}")
