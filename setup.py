@@ -15,9 +15,11 @@ An editable install uses setuptools' import finder, which then reminds that "fol
 your working directory with the same name as your package may take precedence". The
 cause is the flat layout (several top-level packages at the root, no ``src/`` folder):
 setuptools 84 picks the finder unless ``package_dir`` is just ``{"": dir}`` (src layout),
-so the note comes even without the ``neuro_san.api`` mapping (tried: the generated
-package reached through a symlink instead still gets it). Here those folders *are* the
-package's sources (the finder maps to them), so the note cannot apply; it alone is
+so the note comes even without the ``neuro_san.api`` mapping. (A ``neuro_san/api``
+symlink to generated/ plus ``package_dir={"": "."}`` would get a plain ``.pth`` instead,
+but ruff and mypy then take the generated package for our own sources: import order
+changes in some 30 files and mypy fails on the skipped stubs.) Here those folders *are*
+the package's sources (the finder maps to them), so the note cannot apply; it alone is
 filtered, by its text.
 """
 
