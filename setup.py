@@ -18,7 +18,7 @@ setuptools 84 picks the finder unless ``package_dir`` is just ``{"": dir}`` (src
 so the note comes even without the ``neuro_san.api`` mapping. (A ``neuro_san/api``
 symlink to generated/ plus ``package_dir={"": "."}`` would get a plain ``.pth`` instead,
 but ruff and mypy then take the generated package for our own sources: import order
-changes in some 30 files and mypy fails on the skipped stubs.) Here those folders *are*
+changes in 17 files and mypy fails on the skipped stubs.) Here those folders *are*
 the package's sources (the finder maps to them), so the note cannot apply; it alone is
 filtered, by its text.
 """
