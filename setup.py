@@ -11,10 +11,16 @@ importable folders too, and setuptools warns about every such folder left out of
 ``packages``. Listing them as (namespace) packages ships their files through
 ``package-data`` with nothing to warn about; ``__pycache__`` folders are not packages.
 
-The ``neuro_san.api`` mapping makes an editable install use setuptools' import finder,
-which then reminds that "folders in your working directory with the same name as your
-package may take precedence". Here those folders *are* the package's sources (the
-finder maps to them), so the note cannot apply; it alone is filtered, by its text.
+An editable install uses setuptools' import finder, which then reminds that "folders in
+your working directory with the same name as your package may take precedence". The
+cause is the flat layout (several top-level packages at the root, no ``src/`` folder):
+setuptools 84 picks the finder unless ``package_dir`` is just ``{"": dir}`` (src layout),
+so the note comes even without the ``neuro_san.api`` mapping. (A ``neuro_san/api``
+symlink to generated/ plus ``package_dir={"": "."}`` would get a plain ``.pth`` instead,
+but ruff and mypy then take the generated package for our own sources: import order
+changes in 17 files and mypy fails on the skipped stubs.) Here those folders *are*
+the package's sources (the finder maps to them), so the note cannot apply; it alone is
+filtered, by its text.
 """
 
 import warnings

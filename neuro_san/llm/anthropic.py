@@ -21,15 +21,14 @@ HTTP, retries and errors are :class:`~neuro_san.llm.http.HttpPool`'s; the endpoi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
-from neuro_san.llm.http_model import HttpJsonModel
+from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.turns import alternating_turns
 
 #: The API version header value this adapter speaks.
@@ -42,6 +41,13 @@ EMPTY_TEXT = "(empty)"
 #: The tag of reasoning state kept from a messages reply.
 REASONING_KIND = "anthropic"
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
+_TOOL_USE = ObjectArgumentsCall(
+    id_key="id",
+    arguments_key="input",
+    id_prefix="toolu_",
+    where="tool_use block {index}",
+    complaint="tool input must be a JSON object",
+)
 
 
 class AnthropicModel(HttpJsonModel):
@@ -53,14 +59,12 @@ class AnthropicModel(HttpJsonModel):
         endpoint: Endpoint,
         model_name: str,
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         thinking: Mapping[str, Any] | None = None,
         bedrock: bool = False,
+        **settings: Unpack[ModelSettings],
     ) -> None:
-        super().__init__(pool, endpoint, model_name)
-        self._temperature = temperature
-        self._max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        super().__init__(pool, endpoint, model_name, **settings)
+        self._max_tokens = self._max_tokens or DEFAULT_MAX_TOKENS
         self._thinking = dict(thinking) if thinking else None
         self._bedrock = bedrock
 
@@ -147,7 +151,7 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
         if kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind == "tool_use":
-            calls.append(_tool_call(index, block, provider))
+            calls.append(_TOOL_USE.read(index, block, provider))
         elif kind in _THINKING_BLOCKS:
             reasoning.append({"kind": REASONING_KIND, "block": dict(block)})
         # Other block kinds (server tools) carry nothing the runtime uses.
@@ -161,27 +165,9 @@ def parse_anthropic_reply(reply: Mapping[str, Any], provider: str, model_name: s
     )
 
 
-def _tool_call(index: int, block: Mapping[str, Any], provider: str) -> ToolCall:
-    name = block.get("name")
-    if not isinstance(name, str):
-        raise LlmMalformedReply(f"tool_use block {index} has no name", provider)
-    call_id = str(block.get("id") or new_tool_call_id("toolu_"))
-    tool_input = block.get("input")
-    if isinstance(tool_input, Mapping):
-        return ToolCall(call_id, name, dict(tool_input), json.dumps(tool_input))
-    raw = json.dumps(tool_input)
-    kind = type(tool_input).__name__
-    return ToolCall(call_id, name, {}, raw, f"tool input must be a JSON object, got {kind}")
-
-
 def _usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
-        return Usage()
-
-    def tokens(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     # Cached input is still input the request consumed.
-    prompt = tokens("input_tokens") + tokens("cache_creation_input_tokens") + tokens("cache_read_input_tokens")
-    return Usage(prompt, tokens("output_tokens"))
+    prompt = sum(
+        token_count(usage, key) for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    return Usage(prompt, token_count(usage, "output_tokens"))

@@ -26,21 +26,26 @@ signatures) are kept and sent back, first, with their assistant turn.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "bedrock-converse"
 SIGNING_SERVICE = "bedrock"
 EMPTY_TEXT = "(empty)"
+_TOOL_USE = ObjectArgumentsCall(
+    id_key="toolUseId",
+    arguments_key="input",
+    id_prefix="tooluse_",
+    where="toolUse block {index}",
+    complaint="input must be an object",
+)
 
 
 def botocore_available() -> bool:
@@ -101,22 +106,10 @@ class SigV4Signer:
 
 
 class BedrockConverseModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over Bedrock Converse (non-streaming)."""
+    """A :class:`~neuro_san.llm.interface.Model` over Bedrock Converse (non-streaming).
 
-    def __init__(
-        self,
-        pool: HttpPool,
-        endpoint: Endpoint,
-        model_name: str,
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        additional_fields: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(pool, endpoint, model_name)
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._additional = dict(additional_fields or {})
+    ``extra_fields`` go as ``additionalModelRequestFields``.
+    """
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         system, converted = to_converse_messages(messages)
@@ -143,8 +136,8 @@ class BedrockConverseModel(HttpJsonModel):
                     for t in tools
                 ]
             }
-        if self._additional:
-            body["additionalModelRequestFields"] = self._additional
+        if self._extra_fields:
+            body["additionalModelRequestFields"] = self._extra_fields
         return body
 
     def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
@@ -194,31 +187,14 @@ def parse_converse_reply(reply: Mapping[str, Any], provider: str, model_name: st
         if isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif isinstance(block.get("toolUse"), Mapping):
-            use = block["toolUse"]
-            if not isinstance(use.get("name"), str):
-                raise LlmMalformedReply(f"toolUse block {index} has no name", provider)
-            tool_input = use.get("input")
-            call_id = str(use.get("toolUseId") or new_tool_call_id("tooluse_"))
-            if isinstance(tool_input, Mapping):
-                calls.append(ToolCall(call_id, use["name"], dict(tool_input), json.dumps(tool_input)))
-            else:
-                kind = type(tool_input).__name__
-                calls.append(
-                    ToolCall(call_id, use["name"], {}, json.dumps(tool_input), f"input must be an object, got {kind}")
-                )
+            calls.append(_TOOL_USE.read(index, block["toolUse"], provider))
         elif isinstance(block.get("reasoningContent"), Mapping):
             reasoning.append({"kind": REASONING_KIND, "block": dict(block["reasoningContent"])})
     usage = reply.get("usage")
-    tokens = usage if isinstance(usage, Mapping) else {}
-
-    def count(key: str) -> int:
-        value = tokens.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     return ModelResponse(
         text="".join(texts),
         tool_calls=tuple(calls),
-        usage=Usage(count("inputTokens"), count("outputTokens")),
+        usage=Usage(token_count(usage, "inputTokens"), token_count(usage, "outputTokens")),
         model=model_name,
         reasoning=tuple(reasoning),
         truncated=reply.get("stopReason") == "max_tokens",

@@ -147,10 +147,10 @@ class LlmFactory:
         endpoint = resolved.endpoint()
         if resolved.provider == "gemini":
             generation = resolved.option("generation")
-            return GeminiModel(self._pool, endpoint, resolved.model_name, generation=generation, **common)
+            return GeminiModel(self._pool, endpoint, resolved.model_name, extra_fields=generation, **common)
         if resolved.provider == "bedrock" and resolved.option("converse"):
             return BedrockConverseModel(
-                self._pool, endpoint, resolved.model_name, additional_fields=resolved.option("additional"), **common
+                self._pool, endpoint, resolved.model_name, extra_fields=resolved.option("additional"), **common
             )
         if resolved.provider in ("anthropic", "anthropic-bedrock", "bedrock"):
             return AnthropicModel(
@@ -169,7 +169,7 @@ class LlmFactory:
             # OpenAI's reasoning-model rules are OpenAI's; local servers keep the plain ones.
             reasoning=None if openai_rules else False,
             instruction_role=openai_instruction_role(resolved.model_name) if openai_rules else "system",
-            extra_body=resolved.option("extra_body"),
+            extra_fields=resolved.option("extra_body"),
             **common,
         )
 

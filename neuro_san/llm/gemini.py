@@ -20,41 +20,35 @@ Auth is the ``x-goog-api-key`` header (set by the provider layer).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.http_model import HttpJsonModel
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import new_tool_call_id
+from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "gemini"
+_FUNCTION_CALL = ObjectArgumentsCall(
+    id_key="id",
+    arguments_key="args",
+    # Older models send no id; ours starts with gemini_ so it is never sent back as one.
+    id_prefix="gemini_",
+    where="functionCall in part {index}",
+    complaint="args must be a JSON object",
+    missing_is_empty=True,
+)
 #: Schema keys Gemini's ``parameters`` (OpenAPI subset) does not accept.
 _UNSUPPORTED_SCHEMA_KEYS = frozenset({"additionalProperties", "$schema", "$ref", "$defs", "definitions", "examples"})
 
 
 class GeminiModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent`` (non-streaming)."""
+    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent`` (non-streaming).
 
-    def __init__(
-        self,
-        pool: HttpPool,
-        endpoint: Endpoint,
-        model_name: str,
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        generation: Mapping[str, Any] | None = None,
-    ) -> None:
-        """``generation`` holds extra ``generationConfig`` fields (``topK``,
-        ``thinkingConfig``…), already in Gemini's spelling."""
-        super().__init__(pool, endpoint, model_name)
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._generation = dict(generation or {})
+    ``extra_fields`` are extra ``generationConfig`` fields (``topK``,
+    ``thinkingConfig``…), already in Gemini's spelling.
+    """
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         system, contents = to_gemini_contents(messages)
@@ -63,7 +57,7 @@ class GeminiModel(HttpJsonModel):
             body["systemInstruction"] = {"parts": [{"text": system}]}
         if tools:
             body["tools"] = [{"functionDeclarations": [to_gemini_function(tool) for tool in tools]}]
-        generation = dict(self._generation)
+        generation = dict(self._extra_fields)
         if self._temperature is not None:
             generation["temperature"] = self._temperature
         if self._max_tokens is not None:
@@ -152,7 +146,7 @@ def parse_gemini_reply(reply: Mapping[str, Any], provider: str, model_name: str)
             texts.append(part["text"])
         call = part.get("functionCall")
         if isinstance(call, Mapping):
-            calls.append(_tool_call(index, call, provider))
+            calls.append(_FUNCTION_CALL.read(index, call, provider))
     signed = any(isinstance(p, Mapping) and p.get("thoughtSignature") for p in parts)
     reasoning = ({"kind": REASONING_KIND, "parts": [dict(p) for p in parts]},) if signed or calls else ()
     return ModelResponse(
@@ -165,27 +159,7 @@ def parse_gemini_reply(reply: Mapping[str, Any], provider: str, model_name: str)
     )
 
 
-def _tool_call(index: int, call: Mapping[str, Any], provider: str) -> ToolCall:
-    name = call.get("name")
-    if not isinstance(name, str):
-        raise LlmMalformedReply(f"functionCall in part {index} has no name", provider)
-    # Older models send no id; ours starts with gemini_ so it is never sent back as one.
-    call_id = str(call.get("id") or new_tool_call_id("gemini_"))
-    args = call.get("args")
-    if args is None:
-        args = {}
-    if isinstance(args, Mapping):
-        return ToolCall(call_id, name, dict(args), json.dumps(args))
-    return ToolCall(call_id, name, {}, json.dumps(args), f"args must be a JSON object, got {type(args).__name__}")
-
-
 def _usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
-        return Usage()
-
-    def tokens(key: str) -> int:
-        value = usage.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     # Thinking tokens are billed as output.
-    return Usage(tokens("promptTokenCount"), tokens("candidatesTokenCount") + tokens("thoughtsTokenCount"))
+    output = token_count(usage, "candidatesTokenCount") + token_count(usage, "thoughtsTokenCount")
+    return Usage(token_count(usage, "promptTokenCount"), output)

@@ -10,19 +10,47 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from neuro_san.llm.http import Endpoint, HttpPool
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
+from neuro_san.llm.reply_parts import new_tool_call_id
+
+
+class ModelSettings(TypedDict, total=False):
+    """The settings every adapter takes, by keyword; an adapter with settings of its own
+    declares those and passes these on with ``**settings: Unpack[ModelSettings]``."""
+
+    #: Sampling temperature; None leaves it to the provider.
+    temperature: float | None
+    #: The reply's length limit; None leaves it to the provider (Anthropic has its own
+    #: default, since it requires one).
+    max_tokens: int | None
+    #: Provider-specific request fields in the provider's own spelling. Each adapter
+    #: says where they go: the body itself (chat completions), ``generationConfig``
+    #: (Gemini), ``additionalModelRequestFields`` (Bedrock Converse).
+    extra_fields: Mapping[str, Any] | None
 
 
 class HttpJsonModel(ABC):
     """Base of the adapters: a :class:`~neuro_san.llm.interface.Model` over one endpoint."""
 
-    def __init__(self, pool: HttpPool, endpoint: Endpoint, model_name: str) -> None:
+    def __init__(
+        self,
+        pool: HttpPool,
+        endpoint: Endpoint,
+        model_name: str,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra_fields: Mapping[str, Any] | None = None,
+    ) -> None:
         self._pool = pool
         self._endpoint = endpoint
         self._model_name = model_name
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._extra_fields = dict(extra_fields or {})
 
     @property
     def provider(self) -> str:
@@ -62,8 +90,6 @@ def unique_call_ids(response: ModelResponse, messages: Sequence[LlmMessage]) -> 
     (``call_0`` every round), and a repeated id makes providers pair results wrongly."""
     if not response.tool_calls:
         return response
-    from neuro_san.llm.openai_chat import new_tool_call_id
-
     used = {call.id for message in messages for call in message.tool_calls}
     calls = []
     for call in response.tool_calls:

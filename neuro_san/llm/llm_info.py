@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.core.mappings import deep_merge
 
 INFO_FILE_ENV = "AGENT_LLM_INFO_FILE"
 
@@ -194,16 +195,6 @@ class LlmInfo:
             target = self.table.get(use_name)
             return (target if isinstance(target, Mapping) else None), use_name
         return entry, use_name
-
-
-def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in overlay.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def load_llm_info(env: Mapping[str, str]) -> LlmInfo:

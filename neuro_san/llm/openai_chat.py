@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool
-from neuro_san.llm.http_model import HttpJsonModel
+from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.reply_parts import new_tool_call_id, token_count
 
 
 class OpenAIChatModel(HttpJsonModel):
@@ -35,29 +35,26 @@ class OpenAIChatModel(HttpJsonModel):
         endpoint: Endpoint,
         model_name: str,
         *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
         reasoning: bool | None = None,
         instruction_role: str | None = None,
-        extra_body: Mapping[str, Any] | None = None,
+        **settings: Unpack[ModelSettings],
     ) -> None:
         """``reasoning`` (default: guessed from the name, see :func:`is_reasoning_model`)
         marks OpenAI reasoning models, which take ``max_completion_tokens`` instead of
         ``max_tokens`` and reject a non-default ``temperature`` (so it is not sent).
         ``instruction_role`` is the role instructions travel in (default ``system``; see
-        :func:`openai_instruction_role`). ``extra_body`` is merged into every request
-        (provider-specific fields such as Ollama's ``reasoning_effort``)."""
-        super().__init__(pool, endpoint, model_name)
+        :func:`openai_instruction_role`). ``extra_fields`` are merged into every request
+        body (provider-specific fields such as Ollama's ``reasoning_effort``)."""
+        super().__init__(pool, endpoint, model_name, **settings)
         self._reasoning = is_reasoning_model(model_name) if reasoning is None else reasoning
-        self._temperature = None if self._reasoning else temperature
-        self._max_tokens = max_tokens
+        if self._reasoning:
+            self._temperature = None
         self._instruction_role = instruction_role or "system"
-        self._extra_body = dict(extra_body or {})
 
     def request_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The JSON body for one call."""
         body: dict[str, Any] = {
-            **self._extra_body,
+            **self._extra_fields,
             "model": self._model_name,
             "messages": to_openai_messages(messages, self._instruction_role),
             "stream": False,
@@ -202,12 +199,6 @@ def parse_openai_reply(reply: Mapping[str, Any], provider: str, model_name: str)
     )
 
 
-def new_tool_call_id(prefix: str = "call_") -> str:
-    """An id for a tool call the provider sent without one: random, so that it never
-    repeats on a later round of the same conversation (``call_<index>`` would)."""
-    return prefix + secrets.token_hex(12)
-
-
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -228,10 +219,4 @@ def _parse_tool_call(indexed: tuple[int, Any], provider: str) -> ToolCall:
 
 
 def _usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
-        return Usage()
-    return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return Usage(token_count(usage, "prompt_tokens"), token_count(usage, "completion_tokens"))

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.core.mappings import deep_merge
 from neuro_san.middleware.config import MiddlewareConfig, parse_middleware
 from neuro_san.network.a2a_refs import a2a_url, is_a2a_ref, ref_from_dict
 from neuro_san.network.allow import parse_allow
@@ -330,18 +331,8 @@ def _network_limits(document: dict[str, Any], check: _Checker) -> dict[str, Any]
 def _with_global_schema(front: AgentSpec, global_schema: dict[str, Any]) -> AgentSpec:
     """Merge the top-level sly_data_schema under the front man's own (his wins)."""
     own = front.function.get("sly_data_schema") or {}
-    function = {**front.function, "sly_data_schema": _deep_merge(global_schema, own)}
+    function = {**front.function, "sly_data_schema": deep_merge(global_schema, own)}
     return replace(front, function=_frozen(function))
-
-
-def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -23,7 +23,7 @@ from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.arguments import synthesized_inquiry_schema
 from neuro_san.runtime.mcp_tools import McpClients, bind_mcp_server, collision_notice
 from neuro_san.runtime.tool_interface import Tool, ToolSet
-from neuro_san.runtime.tool_kinds import CodedToolTool, ExternalAgentTool, SubAgentTool
+from neuro_san.runtime.tool_kinds import ExternalAgentTool, LocalAgentTool
 
 if TYPE_CHECKING:
     from neuro_san.runtime.context import RequestContext
@@ -102,9 +102,7 @@ class AgentToolBinder:
             return [ExternalAgentTool(_spec(ref, function, external=True), ref, self.externals)]
         callee = ctx.network.agents[ref]
         spec = _spec(ref, callee.function, external=False)
-        if callee.kind == "coded_tool":
-            return [CodedToolTool(spec, callee)]
-        return [SubAgentTool(spec, callee)]
+        return [LocalAgentTool.for_agent(spec, callee)]
 
 
 def _written_order(agent: AgentSpec) -> list[str | McpServerRef]:

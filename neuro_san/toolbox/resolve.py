@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neuro_san.core.mappings import deep_merge
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.files import read_document
 from neuro_san.toolbox.defaults import DEFAULT_TOOLBOX, NATIVE_CLASSES, REMOVED_ENTRIES
@@ -39,9 +40,8 @@ def load_toolbox(document: Mapping[str, Any], file: str) -> tuple[dict[str, Any]
     if configured is not None and not isinstance(configured, str):
         raise NetworkLoadError(file, "toolbox_info_file", f"must be a file name, not {type_name(configured)}")
     name = configured or os.environ.get(TOOLBOX_ENV, "").strip() or None
-    entries = _deep_copy(DEFAULT_TOOLBOX)
     if name is None:
-        return entries, None
+        return _deep_copy(DEFAULT_TOOLBOX), None
     path = Path(name)
     if not path.is_absolute() and not path.exists():
         # Relative to the working directory, as neuro-san reads it; else beside the network.
@@ -50,7 +50,7 @@ def load_toolbox(document: Mapping[str, Any], file: str) -> tuple[dict[str, Any]
     user = read_document(path)
     if not isinstance(user, dict):
         raise NetworkLoadError(str(path), "", f"a toolbox info file must be a dict of tools, not {type_name(user)}")
-    return _deep_merge(entries, user), str(path)
+    return _deep_copy(deep_merge(DEFAULT_TOOLBOX, user)), str(path)
 
 
 def _coded_tool_agent(
@@ -111,7 +111,7 @@ def _coded_tool_agent(
         "class": NATIVE_CLASSES.get(class_name, class_name),
         "function": {"description": description, **({"parameters": parameters} if parameters else {})},
         # The agent's args add to and override the entry's, as neuro-san documents.
-        "args": _deep_merge(_deep_copy(entry_args), agent_args),
+        "args": _deep_copy(deep_merge(entry_args, agent_args)),
     }
     display_as = raw.get("display_as", entry.get("display_as"))
     if display_as is not None:
@@ -128,12 +128,3 @@ def _deep_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_deep_copy(item) for item in value]
     return value
-
-
-def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            base[key] = _deep_merge(base[key], value)
-        else:
-            base[key] = _deep_copy(value)
-    return base
