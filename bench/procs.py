@@ -214,6 +214,10 @@ class Server:
         return f"127.0.0.1:{self.grpc_port}"
 
 
+#: Open HTTP connections a bench server accepts, overall and from one address.
+BURST_CONNECTION_CAP = 30_000
+
+
 def start_server(
     fake_port: int, use_uvloop: bool, extra_env: dict[str, str] | None = None, extra_args: list[str] | None = None
 ) -> Server:
@@ -224,7 +228,15 @@ def start_server(
         args = [sys.executable, "-m", "neuro_san.cli.main", *serve]
     else:
         args = [sys.executable, "-c", _WITHOUT_UVLOOP, *serve]
-    env = {"AGENT_LLM_OVERRIDE": llm_override(fake_port), "AGENT_SERVICE_LOG_LEVEL": "INFO", **(extra_env or {})}
+    env = {
+        "AGENT_LLM_OVERRIDE": llm_override(fake_port),
+        "AGENT_SERVICE_LOG_LEVEL": "INFO",
+        # Every bench client is 127.0.0.1: S5's 2,000 and S7's 10,000 connections at once are
+        # one address, which the default per-address cap (1,000) is there to refuse.
+        "AGENT_HTTP_MAX_CONNECTIONS": str(BURST_CONNECTION_CAP),
+        "AGENT_HTTP_MAX_CONNECTIONS_PER_ADDRESS": str(BURST_CONNECTION_CAP),
+        **(extra_env or {}),
+    }
     log_path = Path(tempfile.mkstemp(prefix="bench-server-", suffix=".log")[1])
     started = time.monotonic()
     proc = Proc.start(args, env, log_path=log_path)
