@@ -26,7 +26,7 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -123,9 +123,11 @@ class _GuardedRequestHandler(RequestHandler):
         if reason is not None:
             self._refused = True
             log.warning("refused a connection from %s: %s", address, reason)
-            assert isinstance(transport, asyncio.WriteTransport)
-            transport.write(_refusal(reason))
-            transport.close()
+            # A cast, not an isinstance check: uvloop's TCP transport writes but is no
+            # subclass of asyncio.WriteTransport (the check refused nothing under uvloop).
+            writer = cast(asyncio.WriteTransport, transport)
+            writer.write(_refusal(reason))
+            writer.close()
             return
         self._address = address
         super().connection_made(transport)
