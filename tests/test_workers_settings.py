@@ -18,6 +18,7 @@ from tests.support.servers import ROOT, free_port
     ("AGENT_HTTP_MAX_CONNECTIONS=lots", "AGENT_HTTP_MAX_CONNECTIONS='lots' is not a number"),
     ("AGENT_GRPC_KEEPALIVE_SECONDS=-1", "AGENT_GRPC_KEEPALIVE_SECONDS='-1' must not be negative"),
     ("AGENT_MAX_CONCURRENT_REQUESTS=many", "AGENT_MAX_CONCURRENT_REQUESTS='many' is not a number"),
+    ("AGENT_EVENT_LOOP=trio", "AGENT_EVENT_LOOP must be one of auto, uvloop, asyncio, not 'trio'"),
 ])  # fmt: skip
 def test_workers_refuse_a_bad_limit_setting_with_one_line_and_exit_2(setting: str, said: str) -> None:
     name, _, value = setting.partition("=")

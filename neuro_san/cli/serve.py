@@ -123,21 +123,21 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 def run(args: argparse.Namespace) -> int:
     from neuro_san.cli import workers
+    from neuro_san.cli.event_loop import loop_runner
     from neuro_san.service.logs import configure_logging
 
     configure_logging(args.log_level)
     count = workers.worker_count(args)
     if count is None:
         return 2
+    try:
+        runner = loop_runner()  # uvloop with the `fast` extra, unless AGENT_EVENT_LOOP says otherwise
+    except ValueError as error:
+        log.error("not starting: %s", error)
+        return 2
     if count > 1:
         return workers.supervise(args, count)
     workers.tag_worker_logs()
-    try:
-        import uvloop  # optional extra: `pip install neuro-san-grpc[fast]`
-
-        runner: Any = uvloop.run
-    except ImportError:
-        runner = asyncio.run
     return int(runner(_serve(args)))
 
 
