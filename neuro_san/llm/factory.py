@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from neuro_san.core.env_settings import env_number
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.anthropic import AnthropicModel
 from neuro_san.llm.bedrock import BedrockConverseModel
@@ -47,15 +48,15 @@ def parse_override(text: str | None) -> dict[str, Any]:
 
 
 def _connection_limit(text: str | None) -> int:
-    if not text or not text.strip():
-        return DEFAULT_CONNECTION_LIMIT
     try:
-        limit = int(text)
-    except ValueError:
-        raise ConfigurationError(f"{CONNECTIONS_ENV} must be a whole number, got {text!r}") from None
+        limit = env_number({CONNECTIONS_ENV: text or ""}, CONNECTIONS_ENV, int)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
+    if limit is None:
+        return DEFAULT_CONNECTION_LIMIT
     if limit < 1:
         raise ConfigurationError(f"{CONNECTIONS_ENV} must be at least 1, got {limit}")
-    return limit
+    return int(limit)
 
 
 def apply_override(llm_config: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
