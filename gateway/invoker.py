@@ -102,18 +102,6 @@ class Invoker:
     async def close(self) -> None:
         """Release what the invoker holds."""
 
-    @classmethod
-    async def connect(
-        cls,
-        target: str | grpc.aio.Channel,
-        max_message_bytes: int,
-        keepalive_seconds: float = 0,
-        credentials: grpc.ChannelCredentials | None = None,
-        server_name: str | None = None,
-    ) -> GrpcInvoker:
-        """A gRPC invoker for ``target`` (see :meth:`GrpcInvoker.connect`)."""
-        return await GrpcInvoker.connect(target, max_message_bytes, keepalive_seconds, credentials, server_name)
-
 
 class GrpcInvoker(Invoker):
     """Holds the channel and one multicallable per route."""

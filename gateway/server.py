@@ -18,7 +18,7 @@ from gateway.app import Gateway
 from gateway.config import GatewayConfig
 from gateway.connection_guard import GuardedAppRunner
 from gateway.frontends import FrontEndFactory
-from gateway.invoker import Invoker
+from gateway.invoker import GrpcInvoker, Invoker
 from gateway.tls import channel_credentials, server_ssl_context
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ async def start_gateway(
     if isinstance(target, Invoker):
         invoker: Invoker = target
     else:
-        invoker = await Invoker.connect(
+        invoker = await GrpcInvoker.connect(
             target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
         )
     try:
