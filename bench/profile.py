@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bench import procs
@@ -29,13 +29,9 @@ def summarize(collapsed: Path, top: int) -> str:
     own: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
-        count = int(count_text)
+    for stack, count in _stacks(collapsed):
         total += count
-        frames = [_short(frame) for frame in stack.split(";")]
+        frames = [_short(frame) for frame in stack]
         own[frames[-1]] += count
         for frame in set(frames):
             inclusive[frame] += count
@@ -71,17 +67,21 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def _stacks(collapsed: Path) -> Iterator[tuple[list[str], int]]:
+    """(frames outermost first, samples) per line of py-spy's raw (collapsed) output."""
+    for line in collapsed.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if stack:
+            yield stack.split(";"), int(count_text)
+
+
 def group_by_area(collapsed: Path) -> str:
     """Sample shares by area (:data:`AREAS`) of the innermost frame that names one."""
     areas: Counter[str] = Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
-        count = int(count_text)
+    for stack, count in _stacks(collapsed):
         total += count
-        areas[_area(stack.split(";"))] += count
+        areas[_area(stack)] += count
     return "\n".join(f"  {100 * n / total:5.1f}%  {name}" for name, n in areas.most_common())
 
 
