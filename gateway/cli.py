@@ -16,7 +16,7 @@ import ssl
 from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
-from gateway.tls import TlsConfigError
+from gateway.host.tls import TlsConfigError
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap on Grpc-Timeout, and the deadline when a request sends none",
     )
     add_http_tls_arguments(parser)
-    from playground.switch import add_argument as add_playground_argument
+    from gateway.playground.switch import add_argument as add_playground_argument
 
     add_playground_argument(parser)
     tls = parser.add_argument_group("TLS to the gRPC target")
@@ -150,10 +150,10 @@ async def _serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    from a2a_frontend import a2a_frontends
-    from gateway.server import start_gateway  # aiohttp and grpc load only when the gateway runs
-    from mcp_frontend import mcp_frontends
-    from playground import make_frontend, playground_enabled
+    from gateway.a2a import a2a_frontends
+    from gateway.host.server import start_gateway  # aiohttp and grpc load only when the gateway runs
+    from gateway.mcp import mcp_frontends
+    from gateway.playground import make_frontend, playground_enabled
 
     frontends = [
         *mcp_frontends(),

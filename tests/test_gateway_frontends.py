@@ -16,10 +16,10 @@ from aiohttp import web
 from neuro_san.api.grpc import agent_pb2
 
 from gateway.config import GatewayConfig
-from gateway.forward import json_response
-from gateway.frontends import FrontEndContext, FrontEndRoute
-from gateway.marshal import dumps
-from gateway.server import start_gateway
+from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.server import start_gateway
+from gateway.transcoder.forward import json_response
+from gateway.transcoder.marshal import dumps
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.support.servers import BUNDLED_MANIFEST, ROOT
 

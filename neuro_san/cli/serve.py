@@ -68,7 +68,7 @@ def add_command(commands: Any) -> None:
 
 
 def _add_playground_argument(parser: argparse.ArgumentParser) -> None:
-    from playground.switch import add_argument
+    from gateway.playground.switch import add_argument
 
     add_argument(parser)
 
@@ -179,14 +179,14 @@ async def _serve(args: argparse.Namespace) -> int:
     local = None
     playground = False
     if not args.no_http:
-        from a2a_frontend import a2a_frontends
         from gateway import GatewayConfig, start_gateway
-        from gateway.inprocess import InProcessInvoker
-        from mcp_frontend import mcp_frontends
+        from gateway.a2a import a2a_frontends
+        from gateway.invokers.inprocess import InProcessInvoker
+        from gateway.mcp import mcp_frontends
 
         if in_process:  # the gateway calls the service layer directly, no gRPC hop
             local = InProcessInvoker(server.handlers.generic, server.health, config.max_message_bytes)
-        from playground import make_frontend, playground_enabled
+        from gateway.playground import make_frontend, playground_enabled
 
         try:
             playground = playground_enabled(args.no_playground)

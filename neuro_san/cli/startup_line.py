@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gateway.server import GatewayHandle
+    from gateway.host.server import GatewayHandle
 
 
 def _url_host(host: str) -> str:
