@@ -13,9 +13,10 @@ import pytest
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.checks import llm_config_problem
-from neuro_san.llm.config import PROVIDERS, resolve_llm_config
+from neuro_san.llm.config import resolve_llm_config
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.llm_info import default_table, load_llm_info
+from neuro_san.llm.providers import provider_names
 from neuro_san.network.loader import NetworkLoadError, load_network
 
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
@@ -31,7 +32,7 @@ def test_every_default_table_name_resolves_to_a_served_provider() -> None:
     assert len(names) > 120
     for name in names:
         resolved = resolve_llm_config({"model_name": name}, KEYS)
-        assert resolved.provider in PROVIDERS, name
+        assert resolved.provider in provider_names(), name
         assert llm_config_problem({"model_name": name}, KEYS) is None, name
 
 
