@@ -78,6 +78,7 @@ class SigV4Signer:
         return f"SigV4Signer(region={self._region!r})"
 
     async def sign(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
+        # Botocore is optional (the `bedrock` extra): imported only when signing.
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
@@ -92,6 +93,7 @@ class SigV4Signer:
         return {name: value for name, value in request.headers.items() if name.lower() != "content-type"}
 
     def _chain_credentials(self) -> Any:
+        # Botocore is optional (the `bedrock` extra).
         import botocore.session
 
         if self._chain is None:
