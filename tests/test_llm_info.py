@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,17 @@ def test_gemini_takes_neuro_sans_class_defaults_unless_set() -> None:
     default = resolve_llm_config({"model_name": "gemini-2.5-flash"}, keys)
     assert (default.temperature, default.max_attempts) == (0.7, 7)
     assert resolve_llm_config({"model_name": "gemini-3-flash", "temperature": 1.0}, keys).temperature == 1.0
+
+
+def test_without_botocore_bedrock_is_refused_with_this_projects_install_hint() -> None:
+    # A fresh interpreter in which botocore cannot be imported, as on an install without
+    # the bedrock extra.
+    code = (
+        "import sys; sys.modules['botocore'] = None; sys.modules['botocore.auth'] = None\n"
+        "from neuro_san.llm.checks import llm_config_problem\n"
+        "print(llm_config_problem({'model_name': 'bedrock-claude-sonnet'}, env={}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1]
+    )
+    assert "pip install 'neuro-san-grpc[bedrock]'" in result.stdout, result.stdout + result.stderr

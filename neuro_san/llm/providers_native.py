@@ -104,7 +104,10 @@ def is_converse(config: Mapping[str, Any]) -> bool:
 def bedrock_refusal(provider: str, config: Mapping[str, Any]) -> str | None:
     """Why a Bedrock llm_config cannot be served, or None."""
     if not botocore_available():
-        return "Bedrock needs botocore for SigV4 signing, which is not installed (pip install 'neuro-san[bedrock]')"
+        return (
+            "Bedrock needs botocore for SigV4 signing, which is not installed "
+            "(pip install 'neuro-san-grpc[bedrock]')"
+        )
     model = str(config.get("model_name") or config.get("model_id") or "")
     if provider == "bedrock" and not is_converse(config) and "anthropic." not in model:
         return (
