@@ -14,10 +14,9 @@ from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.byok import placeholder_keys
-from neuro_san.llm.config import is_verbatim, provider_of
+from neuro_san.llm.config import is_verbatim, provider_for
 from neuro_san.llm.factory import OVERRIDE_ENV, apply_override, parse_override
 from neuro_san.llm.llm_info import INFO_FILE_ENV, LlmInfo, load_llm_info
-from neuro_san.llm.providers import lookup
 
 _INFO_CACHE: dict[str, LlmInfo] = {}
 
@@ -39,11 +38,10 @@ def llm_config_problem(llm_config: Mapping[str, Any], env: Mapping[str, str] | N
         # Placeholders are filled per request; their values do not decide the provider.
         config = {k: v for k, v in merged.items() if k not in placeholder_keys(merged)}
         resolved = _info(environ).resolve(config)
-        name = provider_of(resolved)
+        provider = provider_for(resolved)
     except ConfigurationError as error:
         return error.message
-    provider = lookup(name)
-    refusal = provider.refusal(name, resolved) if provider and provider.refusal else None
+    refusal = provider.refusal(provider.name, resolved) if provider.refusal else None
     if refusal:
-        return f"model {resolved.get('model_name')!r} of class {name!r}: {refusal}"
+        return f"model {resolved.get('model_name')!r} of class {provider.name!r}: {refusal}"
     return None

@@ -44,7 +44,7 @@ from typing import Any
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm import providers
 from neuro_san.llm.llm_info import LlmInfo, default_table
-from neuro_san.llm.resolved import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, ResolvedConfig
+from neuro_san.llm.resolved import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Provider, ResolvedConfig
 
 logger = logging.getLogger(__name__)
 
@@ -78,9 +78,8 @@ def resolve_llm_config(
             raise ConfigurationError(f'llm_config key {key!r} is "sly_data" but no request sly_data was given')
     if not is_verbatim(config):
         config = (info or _DEFAULT_INFO).resolve(config)
-    name = provider_of(config)
-    provider = providers.lookup(name)
-    assert provider is not None  # provider_of names only registered providers
+    provider = provider_for(config)
+    name = provider.name
     if provider.verbatim:
         return provider.resolve(name, config, environ, {})
     _log_unknown_keys(config)
@@ -107,9 +106,15 @@ def is_verbatim(config: Mapping[str, Any]) -> bool:
 def provider_of(config: Mapping[str, Any]) -> str:
     """The provider class of a table-resolved llm_config; ConfigurationError naming the
     model and the class when it is one this server cannot serve."""
-    declared = config.get("class")
+    return provider_for(config).name
+
+
+def provider_for(config: Mapping[str, Any]) -> Provider:
+    """The registered provider of a table-resolved llm_config (see :func:`provider_of`)."""
     model_name = str(config.get("model_name") or "")
     served = ", ".join(providers.provider_names())
+    # No class and no model: OpenAI's default model, as in neuro-san.
+    declared = config.get("class") or ("" if model_name else "openai")
     if declared:
         provider = providers.lookup(str(declared).strip().lower())
         if provider is None:
@@ -118,9 +123,7 @@ def provider_of(config: Mapping[str, Any]) -> str:
                 f"cannot serve; use one of {served} (any OpenAI-compatible server works as "
                 "'openai' with 'openai_api_base')"
             )
-        return provider.name
-    if not model_name:
-        return "openai"
+        return provider
     raise ConfigurationError(
         f"llm_config 'model_name' {model_name!r} is in no LLM info table and does not say which provider "
         f"serves it; add 'class' ({served}) or an AGENT_LLM_INFO_FILE entry"
