@@ -77,9 +77,10 @@ FORBIDDEN: tuple[Rule, ...] = (
     Rule(
         ("gateway",),
         SERVER_INSIDES,
-        "the HTTP port reaches agents only through an invoker: it knows the core and the API, nothing else of the server",
+        "the HTTP port reaches agents only through an invoker: it knows the core and the API of the server",
     ),
-    Rule((HOST,), (TRANSCODER, *FRONT_ENDS, *COMPOSITION), "the host imports no front-end: the composition root lists them"),
+    Rule((HOST,), (TRANSCODER, *FRONT_ENDS, *COMPOSITION),
+         "the host imports no front-end: the composition root lists them"),
     Rule((INVOKERS,), (HOST, TRANSCODER, *FRONT_ENDS, *COMPOSITION), "the invokers know only the service's API"),
     Rule((TRANSCODER,), (*FRONT_ENDS, *COMPOSITION, *INVOKER_IMPLEMENTATIONS),
          "the transcoder knows only descriptors and an invoker"),
