@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Top-level packages whose modules are graphed: name → folder.
 ROOTS: dict[str, Path] = {"neuro_san": REPO / "neuro_san", "gateway": REPO / "gateway"}
 
