@@ -132,8 +132,10 @@ def openai_events(script: Script) -> list[bytes]:
 
 def anthropic_objects(script: Script) -> list[dict[str, Any]]:
     prompt, completion = script.usage
-    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "model": script.model, "content": [],
-               "stop_reason": None, "usage": {"input_tokens": prompt, "output_tokens": 1}}  # fmt: skip
+    message: dict[str, Any] = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": script.model, "content": [],
+        "stop_reason": None, "usage": {"input_tokens": prompt, "output_tokens": 1},
+    }  # fmt: skip
     out: list[dict[str, Any]] = [{"type": "message_start", "message": message}, {"type": "ping"}]
     index, open_kind = -1, None
     for kind, piece in _texts(script):
