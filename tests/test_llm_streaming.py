@@ -138,10 +138,9 @@ def test_an_error_event_part_way_ends_the_call_with_todays_error(kind: str) -> N
 
 def test_without_a_sink_the_call_is_not_streamed() -> None:
     async def body(fake: StreamFake, model: Model) -> None:
-        # The fake refuses a request that did not ask to stream: today's call is unchanged.
-        with pytest.raises(LlmError):
-            await model.complete(HELLO, [])
-        assert fake.requests[-1].body["stream"] is False
+        fake.enqueue(Script(text=TEXT))
+        assert (await model.complete(HELLO, [])).text == TEXT
+        assert fake.requests[-1].body["stream"] is False and "stream_options" not in fake.requests[-1].body
 
     run("openai", body)
 

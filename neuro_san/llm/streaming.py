@@ -162,11 +162,11 @@ def json_event(data: str, provider: str) -> Any:
         raise LlmMalformedReply(f"stream event is not JSON: {data[:120]!r}", provider) from error
 
 
-def stream_failure(status: int, message: str, provider: str, where: str = "the stream") -> LlmError:
+def stream_failure(status: int, message: str, provider: str, where: str = "the provider") -> LlmError:
     """The error for a provider's error event mid-stream, mapped as the same failure
     would be as an HTTP status (``status``: the status the provider gives that error)."""
     body = json.dumps({"error": {"message": message}}).encode()
-    return http_failure(status, body, None, [], provider, f"{where} (mid-stream)", "", "")
+    return http_failure(status, body, None, [], provider, f"{where}, mid-stream", "", "")
 
 
 def incomplete(provider: str) -> LlmConnectionError:

@@ -4,8 +4,9 @@ Routes, by path (any prefix): ``…/chat/completions`` (OpenAI-compatible, SSE),
 ``…/messages`` (Anthropic, SSE), ``…:streamGenerateContent`` (Gemini, SSE with
 ``alt=sse``), ``/model/{id}/converse-stream`` (Bedrock ConverseStream) and
 ``/model/{id}/invoke-with-response-stream`` (Bedrock InvokeModel, Anthropic events), both
-AWS event-stream. A request that is not a streaming one (no ``"stream": true`` where the
-protocol puts it in the body) is answered 400, so a test sees the adapter really asked.
+AWS event-stream. A chat-completions request that does not stream gets the same script
+as one whole reply (recorded, so a test sees which way it was asked); an Anthropic one
+without ``"stream": true`` is answered 400.
 
 Each reply comes from the queue (:meth:`StreamFake.enqueue`) or else echoes the last user
 text, rendered by :mod:`tests.fakes.stream_wire`. The events are written one at a time,
@@ -139,7 +140,10 @@ class StreamFake:
         body = json.loads(raw) if raw else None
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.requests.append(StreamSeen(kind, request.path, dict(request.query), headers, body))
-        if kind in ("openai", "anthropic") and not (isinstance(body, dict) and body.get("stream") is True):
+        if kind == "openai" and isinstance(body, dict) and body.get("stream") is not True:
+            script = self._queue.popleft() if self._queue else wire.Script(text=f"echo: {_last_text(body)}")
+            return web.json_response(wire.openai_whole(script))
+        if kind == "anthropic" and not (isinstance(body, dict) and body.get("stream") is True):
             return web.json_response({"error": {"message": "this fake only streams"}}, status=400)
         if kind == "gemini" and request.query.get("alt") != "sse":
             return web.json_response({"error": {"code": 400, "message": "alt=sse expected"}}, status=400)

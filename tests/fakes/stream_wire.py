@@ -127,6 +127,24 @@ def openai_events(script: Script) -> list[bytes]:
     return events
 
 
+def openai_whole(script: Script) -> dict[str, Any]:
+    """The same reply, not streamed (a whole chat completion)."""
+    message: dict[str, Any] = {"role": "assistant", "content": script.text or None}
+    if script.tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function",
+             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+            for call_id, name, args in script.tool_calls
+        ]  # fmt: skip
+    prompt, completion = script.usage
+    finish = "length" if script.truncated else "tool_calls" if script.tool_calls else "stop"
+    return {
+        "id": "chatcmpl-1", "object": "chat.completion", "model": script.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }  # fmt: skip
+
+
 # --- Anthropic ---------------------------------------------------------------------------
 
 
