@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from neuro_san.api.grpc import agent_pb2
 
-from gateway.marshal import MessageCodec
+from gateway.transcoder.marshal import MessageCodec
 from neuro_san.llm.interface import ModelResponse, Usage
 from neuro_san.runtime.arguments import (
     agent_input_text,

@@ -183,7 +183,7 @@ def _check_settings(args: argparse.Namespace) -> None:
     """Settings every worker would refuse, refused once here before any is started: the
     server's own (``_ports`` reads them) and the HTTP gateway's connection limits."""
     if not args.no_http:
-        from gateway.connection_guard import ConnectionLimits
+        from gateway.host.connection_guard import ConnectionLimits
 
         ConnectionLimits.from_env(os.environ)
 
