@@ -17,13 +17,18 @@ own gRPC client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import grpc
 import pytest
+from gateway import GatewayConfig
+from gateway.composition import protocol_frontends, start_gateway
+from gateway.invokers.inprocess import InProcessInvoker
 
 from neuro_san.client import AsyncAgentClient
 from neuro_san.client.errors import ClientError
@@ -59,23 +64,46 @@ def network(llm_config: dict[str, Any], **top: Any) -> dict[str, Any]:
 
 
 Body = Callable[[StreamFake, AsyncAgentClient], Awaitable[None]]
+HttpBody = Callable[[StreamFake, str], Awaitable[None]]
 
 
 def run(tmp_path: Path, body: Body, pace: float = 0.0, **top: Any) -> None:
+    """``body(fake, grpc_client)`` against an in-process server."""
+
     async def main() -> None:
-        async with StreamFake(pace=pace, awkward=False) as fake:
-            config = fake.llm_config("openai", max_attempts=1)
-            (tmp_path / "talker.json").write_text(json.dumps(network(config, **top)))
-            (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True}))
-            server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[tmp_path / "manifest.json"]))
-            port = await server.start()
-            try:
-                async with AsyncAgentClient.grpc(f"127.0.0.1:{port}") as client:
-                    await asyncio.wait_for(body(fake, client), 30)
-            finally:
-                await server.stop(0.5)
+        async with served(tmp_path, pace, **top) as (fake, port, _):
+            async with AsyncAgentClient.grpc(f"127.0.0.1:{port}") as client:
+                await asyncio.wait_for(body(fake, client), 30)
 
     asyncio.run(main())
+
+
+def run_http(tmp_path: Path, body: HttpBody, pace: float = 0.0, **top: Any) -> None:
+    """``body(fake, http_base)`` against the same server's HTTP port (every front-end)."""
+
+    async def main() -> None:
+        async with served(tmp_path, pace, **top) as (fake, _, base):
+            await asyncio.wait_for(body(fake, base), 30)
+
+    asyncio.run(main())
+
+
+@contextlib.asynccontextmanager
+async def served(tmp_path: Path, pace: float, **top: Any) -> AsyncIterator[tuple[StreamFake, int, str]]:
+    async with StreamFake(pace=pace, awkward=False) as fake:
+        config = fake.llm_config("openai", max_attempts=1)
+        (tmp_path / "talker.json").write_text(json.dumps(network(config, **top)))
+        (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True}))
+        server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[tmp_path / "manifest.json"]))
+        port = await server.start()
+        invoker = InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+        frontends = protocol_frontends(playground=False, env={})
+        gateway = await start_gateway(invoker, "127.0.0.1", 0, GatewayConfig(), frontends=frontends)
+        try:
+            yield fake, port, f"http://127.0.0.1:{gateway.port}"
+        finally:
+            await gateway.stop()
+            await server.stop(0.5)
 
 
 async def chat(
@@ -202,3 +230,26 @@ def test_an_error_part_way_ends_the_chat_with_todays_status(tmp_path: Path) -> N
         assert "rate limited (HTTP 429" in str(caught.value) and "slow down" in str(caught.value)
 
     run(tmp_path, body)
+
+
+def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Path) -> None:
+    async def body(fake: StreamFake, base: str) -> None:
+        fake.enqueue(Script(text=ANSWER))
+        request = {"user_message": {"text": "question?"}, "stream_tokens": True}
+        lines: list[dict[str, Any]] = []
+        written_at_first_delta = None
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{base}/api/v1/talker/streaming_chat", json=request) as reply:
+                assert reply.status == 200 and reply.headers["Content-Type"].startswith("application/json-lines")
+                async for raw in reply.content:
+                    line = json.loads(raw)
+                    if written_at_first_delta is None and line["response"]["type"] == "TOKEN_DELTA":
+                        written_at_first_delta = fake.events_written
+                    lines.append(line)
+        assert written_at_first_delta is not None and written_at_first_delta < fake.events_total
+        *delta_lines, final = lines
+        assert {line["response"]["type"] for line in delta_lines} == {"TOKEN_DELTA"}
+        assert "".join(line["response"]["text"] for line in delta_lines) == final["response"]["text"] == ANSWER
+        assert all("delta_kind" not in line["response"] and "request" not in line for line in delta_lines)
+
+    run_http(tmp_path, body, pace=0.1)
