@@ -26,10 +26,10 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
+
 from gateway import GatewayConfig
 from gateway.composition import protocol_frontends, start_gateway
 from gateway.invokers.inprocess import InProcessInvoker
-
 from neuro_san.client import AsyncAgentClient
 from neuro_san.client.errors import ClientError
 from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType
