@@ -17,6 +17,7 @@ from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, TextDelta, ToolSpec
 from neuro_san.llm.openai_stream import OpenAIStream
 from neuro_san.llm.streaming import SseDecoder, SseEvent
+from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script, awkward_chunks
 
@@ -192,3 +193,19 @@ def test_sse_decoder_reads_events_cut_anywhere() -> None:
         decoder = SseDecoder()
         events = [event for chunk in awkward_chunks(raw, sizes) for event in decoder.feed(chunk)]
         assert events + decoder.close() == expected, sizes
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_server_that_answers_whole_is_read_whole_as_one_delta(protocol: str) -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        factory = LlmFactory(env={})
+        try:
+            model = factory.create(fake.llm_config(protocol))  # type: ignore[arg-type]
+            fake.enqueue(Reply.answer(TEXT))
+            response, deltas = await streamed(model)
+            assert fake.requests[-1].body["stream"] is True  # asked to stream; answered whole JSON
+            assert deltas == [TextDelta(TEXT)] and response.text == TEXT
+        finally:
+            await factory.aclose()
+
+    run_with_fake_llm(body)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
-from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolSpec
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, TextDelta, ToolSpec
 from neuro_san.llm.reply_parts import new_tool_call_id
 
 
@@ -95,12 +95,25 @@ class HttpJsonModel(ABC):
         if on_delta is None:
             reply = await self._pool.post(self._endpoint, self.request_body(messages, tools), target=target)
         else:
+            answered: list[bool] = []
+
+            def sink(delta: TextDelta) -> None:
+                if not delta.reasoning:
+                    answered.append(True)
+                on_delta(delta)
+
             reply = await self._pool.post(
                 self.stream_endpoint(),
                 self.stream_body(messages, tools),
                 target=target,
-                read=self.stream_reader(on_delta),
+                read=self.stream_reader(sink),
             )
+            response = self.parse_reply(reply)
+            if response.text and not answered:
+                # Answered whole (a server that does not stream): the text is one delta,
+                # so the deltas still add up to the reply.
+                on_delta(TextDelta(response.text))
+            return unique_call_ids(response, messages)
         return unique_call_ids(self.parse_reply(reply), messages)
 
 

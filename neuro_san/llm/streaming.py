@@ -133,6 +133,10 @@ def stream_reader(framing: Framing, assembler: Assembler, provider: str) -> Repl
 
     async def read(response: aiohttp.ClientResponse) -> dict[str, Any]:
         where = redact_url(str(response.url))
+        if response.content_type == "application/json":
+            # A server (or proxy) that ignored the request to stream and answered whole:
+            # the reply is already in the shape the assembler would have built.
+            return await _whole_reply(response, provider, where)
         try:
             async for chunk in response.content.iter_any():
                 for event in framing.feed(chunk):
@@ -152,6 +156,17 @@ def stream_reader(framing: Framing, assembler: Assembler, provider: str) -> Repl
         return assembler.reply()
 
     return read
+
+
+async def _whole_reply(response: aiohttp.ClientResponse, provider: str, where: str) -> dict[str, Any]:
+    try:
+        body = await response.read()
+    except aiohttp.ClientError as error:
+        raise LlmConnectionError(f"the reply from {where} broke off: {type(error).__name__}", provider) from error
+    reply = json_event(body.decode("utf-8", "replace"), provider)
+    if not isinstance(reply, dict):
+        raise LlmMalformedReply(f"reply from {where} is JSON but not an object", provider)
+    return reply
 
 
 def json_event(data: str, provider: str) -> Any:
