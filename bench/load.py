@@ -10,7 +10,8 @@ gateway; ``grpc``: grpc.aio, StreamingChat with ``agent-name`` metadata), ``targ
 (``http://host:port`` or ``host:port``), ``agent``, ``text``, ``mode`` (``closed``:
 ``clients`` workers each chatting back to back for ``duration`` seconds or until
 ``count`` chats; ``burst``: ``count`` chats started at once), ``warmup`` (chats per
-worker before READY), ``uvloop``.
+worker before READY), ``uvloop``, ``stream_tokens`` (ask for token deltas; the result
+then has the time to the first delta, ``ttft_*_ms``, and the ``deltas`` received).
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from typing import Any
 
 import aiohttp
 import grpc
-from neuro_san.api.grpc import agent_pb2
+from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from bench.fake import run_loop
 
 GRPC_METHOD = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
 Chat = Callable[[], Awaitable[str]]  # "" when the chat succeeded, else what went wrong
+#: With stream_tokens: seconds from each chat's start to its first delta, and the deltas seen.
+FIRST_DELTA: list[float] = []
+DELTAS = [0]
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -44,8 +48,28 @@ async def http_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Cal
     connector = aiohttp.TCPConnector(limit=connections, limit_per_host=connections)
     session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120))
     url = f"{spec['target']}/api/v1/{spec['agent']}/streaming_chat"
-    body = json.dumps({"user_message": {"text": spec["text"]}}).encode()
+    tokens = bool(spec.get("stream_tokens"))
+    body = json.dumps({"user_message": {"text": spec["text"]}, **({"stream_tokens": True} if tokens else {})}).encode()
     headers = {"Content-Type": "application/json"}
+
+    async def chat_tokens() -> str:
+        started = time.perf_counter()
+        first = True
+        last = b""
+        async with session.post(url, data=body, headers=headers) as response:
+            async for line in response.content:
+                if b'"TOKEN_DELTA"' in line:
+                    DELTAS[0] += 1
+                    if first:
+                        FIRST_DELTA.append(time.perf_counter() - started)
+                        first = False
+                last = line
+            if response.status == 200 and b'"AGENT_FRAMEWORK"' in last:
+                return ""
+            return f"HTTP {response.status}: {last[-160:].decode(errors='replace')}"
+
+    if tokens:
+        return chat_tokens, session.close
 
     async def chat() -> str:
         async with session.post(url, data=body, headers=headers) as response:
@@ -63,13 +87,26 @@ async def grpc_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Cal
     )
     # Bytes in, bytes out: the client does no (de)serialisation work of its own.
     call = channel.unary_stream(GRPC_METHOD)
-    request = agent_pb2.ChatRequest(user_message={"text": spec["text"]}).SerializeToString()
+    tokens = bool(spec.get("stream_tokens"))
+    message = agent_pb2.ChatRequest(user_message={"text": spec["text"]})
+    if tokens:
+        message.stream_tokens = True
+    request = message.SerializeToString()
     metadata = (("agent-name", spec["agent"]),)
+    delta = chat_pb2.ChatMessage.TOKEN_DELTA
 
     async def chat() -> str:
+        started = time.perf_counter()
         received = 0
-        async for _ in call(request, metadata=metadata):
+        first = True
+        async for raw in call(request, metadata=metadata):
             received += 1
+            # Parsed only when streaming tokens: otherwise bytes stay bytes, as before.
+            if tokens and agent_pb2.ChatResponse.FromString(raw).response.type == delta:
+                DELTAS[0] += 1
+                if first:
+                    FIRST_DELTA.append(time.perf_counter() - started)
+                    first = False
         return "" if received else "no response message"
 
     async def close() -> None:
@@ -105,6 +142,8 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
         await asyncio.gather(*(timed(chat, warm_latencies, warm_failures) for _ in range(clients)))
     print("READY", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    FIRST_DELTA.clear()
+    DELTAS[0] = 0
 
     latencies: list[float] = []
     failures: list[str] = []
@@ -126,7 +165,14 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
     cpu_used = time.process_time() - cpu_started
     await close()
     latencies.sort()
+    FIRST_DELTA.sort()
+    streamed = {
+        "deltas": DELTAS[0],
+        "ttft_p50_ms": percentile(FIRST_DELTA, 0.50) * 1000,
+        "ttft_p90_ms": percentile(FIRST_DELTA, 0.90) * 1000,
+    }
     return {
+        **(streamed if spec.get("stream_tokens") else {}),
         "completed": len(latencies),
         "failed": len(failures),
         "failure_kinds": sorted(set(failures))[:3],

@@ -174,8 +174,9 @@ def port_of(ready_line: str, key: str = "port") -> int:
     raise ValueError(f"no {key} in {ready_line!r}")
 
 
-def start_fake(latency_ms: float, use_uvloop: bool) -> tuple[Proc, int]:
-    args = [sys.executable, "-m", "bench.fake", "--latency-ms", str(latency_ms)]
+def start_fake(latency_ms: float, use_uvloop: bool, *stream_args: str) -> tuple[Proc, int]:
+    """``stream_args``: ``--stream-words N --stream-pace-ms P`` for S9."""
+    args = [sys.executable, "-m", "bench.fake", "--latency-ms", str(latency_ms), *stream_args]
     proc = Proc.start(args + (["--uvloop"] if use_uvloop else []))
     return proc, port_of(proc.wait_for("READY", 30))
 

@@ -27,7 +27,7 @@ from bench import procs
 from bench.table import render_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "limiter")
+SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "limiter")
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,10 @@ def run_all(s: Settings, fast: bool, only: frozenset[str] = frozenset(SCENARIOS)
         results["S7"] = run_s7(s, fast)
     if "S8" in only:
         results["S8"] = run_s8(s, fast)
+    if "S9" in only:
+        from bench.tokens import run_s9  # it builds on this module's helpers, as bench.scale does
+
+        results["S9"] = run_s9(s, fast)
     if "limiter" in only:
         from bench.limiter import run_limiter
 

@@ -49,6 +49,14 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S8", "workers_2.chats_per_s", "S8 S2 on --workers 2", "chats/s", ""),
     ("S8", "workers_2.cpu_ms_per_chat", "S8 --workers 2 server CPU per chat", "ms", ""),
     ("S8", "speedup", "S8 workers 2 / workers 1", "×", ""),
+    ("S9", "http.ttft_p50_ms", "S9 stream_tokens, 16 clients, HTTP: first delta p50", "ms", ""),
+    ("S9", "http.ttft_p90_ms", "S9 HTTP first delta p90", "ms", ""),
+    ("S9", "http.cpu_us_per_token", "S9 HTTP server CPU per streamed token", "µs", ""),
+    ("S9", "grpc.ttft_p50_ms", "S9 gRPC first delta p50", "ms", ""),
+    ("S9", "grpc.cpu_us_per_token", "S9 gRPC server CPU per streamed token", "µs", ""),
+    ("S9", "http.cpu_ms_per_chat", "S9 HTTP server CPU per streamed chat", "ms", ""),
+    ("S9", "http_whole.cpu_ms_per_chat", "S9 the same chats whole: server CPU per chat", "ms", ""),
+    ("S9", "burst.completed", "S9 S5's burst with stream_tokens: completed", "chats", "all"),
     ("limiter", "off_us_per_chat", "per-caller limiter, limits off (per chat)", "µs", ""),
     ("limiter", "on_us_per_chat", "per-caller limiter, rate + tokens on (per chat)", "µs", ""),
 )
@@ -83,5 +91,7 @@ def render_table(report: dict[str, Any]) -> str:
         value = _lookup(report["scenarios"].get(scenario, {}), key)
         if scenario in ("S5", "S7") and key == "completed" and value is not None:
             value = f"{value:.0f}/{report['scenarios'][scenario]['chats']}"
+        if scenario == "S9" and key == "burst.completed" and value is not None:
+            value = f"{value:.0f}/{report['scenarios'][scenario]['burst']['chats']}"
         lines.append(f"| {label:<58} | {_format(value):>9} | {unit:<7} | {target:<7} |")
     return "\n".join(lines)

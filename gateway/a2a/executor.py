@@ -11,11 +11,18 @@ What the client may send, besides the text parts, under ``message.metadata["neur
 messages). JSON-object data parts of the message are merged into sly_data as well.
 The answer's artifact and final status message carry ``metadata["neuro_san"]`` with the
 ``chat_context`` to continue from and the ``sly_data`` the network returned.
+
+On ``message/stream`` (``SendStreamingMessage``) the chat asks for token deltas
+(``stream_tokens``): the front man's answer text streams as chunks of the ``answer``
+artifact (``append: true`` after the first, ``lastChunk: false``), and the complete
+answer then replaces them in one last chunk (``append: false``, ``lastChunk: true``),
+the same artifact as without streaming. Reasoning and sub-agents' deltas are not sent.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,6 +51,8 @@ GRPC_METADATA_KEY = "neuro_san.metadata"
 #: server) is put, so that the front-end can answer an unsent response with the refusal's
 #: HTTP status and Retry-After instead of a failed task.
 REFUSALS_KEY = "neuro_san.refusals"
+#: True in the call state for the streaming method: the answer streams as artifact chunks.
+STREAMING_KEY = "neuro_san.streaming"
 
 _THINKING_TYPES = frozenset({chat_pb2.ChatMessage.AI, chat_pb2.ChatMessage.AGENT,
                              chat_pb2.ChatMessage.AGENT_TOOL_RESULT, chat_pb2.ChatMessage.AGENT_PROGRESS})
@@ -100,7 +109,7 @@ class NetworkExecutor(AgentExecutor):
         self._conversations = conversations
         self._timeout = timeout
 
-    def _request(self, context: RequestContext) -> tuple[agent_pb2.ChatRequest, bool]:
+    def _request(self, context: RequestContext, tokens: bool) -> tuple[agent_pb2.ChatRequest, bool]:
         message = context.message
         if message is None:
             raise InvalidParamsError(message="a message is required")
@@ -117,6 +126,8 @@ class NetworkExecutor(AgentExecutor):
                 chat_filter_type=agent_pb2.MAXIMAL if thinking else agent_pb2.MINIMAL
             ),
         )
+        if tokens:
+            request.stream_tokens = True
         chat_context = _chat_context(raw_context)
         if chat_context is not None:
             request.chat_context.CopyFrom(chat_context)
@@ -125,8 +136,9 @@ class NetworkExecutor(AgentExecutor):
         return request, thinking
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        request, thinking = self._request(context)  # bad input raises before a task exists
         state = context.call_context.state
+        tokens = state.get(STREAMING_KEY) is True
+        request, thinking = self._request(context, tokens)  # bad input raises before a task exists
         metadata = [*state.get(GRPC_METADATA_KEY, []), ("agent-name", state[AGENT_KEY])]
         task_id, context_id = str(context.task_id), str(context.context_id)
         if context.current_task is None:
@@ -138,10 +150,16 @@ class NetworkExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work()
         answer: chat_pb2.ChatMessage | None = None
+        artifact_id, chunks = str(uuid.uuid4()), 0
         try:
             async for response in self._chat(request, metadata=metadata, timeout=self._timeout):
                 message = response.response
-                if message.type == chat_pb2.ChatMessage.AGENT_FRAMEWORK:
+                if message.type == chat_pb2.ChatMessage.TOKEN_DELTA:
+                    if len(message.origin) == 1 and message.delta_kind == chat_pb2.ChatMessage.ANSWER and message.text:
+                        await updater.add_artifact([Part(text=message.text)], artifact_id=artifact_id, name="answer",
+                                                   append=chunks > 0, last_chunk=False)
+                        chunks += 1
+                elif message.type == chat_pb2.ChatMessage.AGENT_FRAMEWORK:
                     answer = message
                 elif thinking and message.type in _THINKING_TYPES and message.text:
                     origin = "/".join(o.tool for o in message.origin)
@@ -163,9 +181,11 @@ class NetworkExecutor(AgentExecutor):
         if answer is None:
             await updater.failed(updater.new_agent_message([Part(text="Error: the network gave no answer")]))
             return
-        await self._finish(updater, _conversation_key(context), answer)
+        await self._finish(updater, _conversation_key(context), answer, artifact_id)
 
-    async def _finish(self, updater: TaskUpdater, conversation: str, answer: chat_pb2.ChatMessage) -> None:
+    async def _finish(
+        self, updater: TaskUpdater, conversation: str, answer: chat_pb2.ChatMessage, artifact_id: str
+    ) -> None:
         extra: dict[str, Any] = {}
         if answer.HasField("chat_context"):
             chat_context = json_format.MessageToDict(answer.chat_context, preserving_proto_field_name=True)
@@ -179,7 +199,10 @@ class NetworkExecutor(AgentExecutor):
             structure = struct_pb2.Value()
             structure.struct_value.CopyFrom(answer.structure)
             parts.append(Part(data=structure, media_type="application/json"))
-        await updater.add_artifact(parts, name="answer", metadata=metadata, last_chunk=True)
+        # The whole answer, replacing any streamed chunks (append false, same id).
+        await updater.add_artifact(
+            parts, artifact_id=artifact_id, name="answer", metadata=metadata, append=False, last_chunk=True
+        )
         await updater.complete(updater.new_agent_message([Part(text=answer.text)], metadata=metadata))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

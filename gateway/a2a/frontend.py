@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse
 from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
-from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
+from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, STREAMING_KEY, NetworkExecutor
 from gateway.a2a.routes import A2A_ROUTES
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
@@ -43,6 +43,8 @@ from gateway.host.responses import dumps, json_response
 #: Seconds a card lookup (Function / List) may take.
 _LOOKUP_TIMEOUT = 10.0
 _SCOPE_STATE = "neuro_san.state"
+#: The streaming method, by its A2A 1.0 and 0.3 names: its answer streams token by token.
+_STREAMING_METHODS = frozenset({"SendStreamingMessage", "message/stream"})
 
 
 class _StateFromScope(DefaultServerCallContextBuilder):
@@ -176,6 +178,7 @@ class A2AFrontEnd:
             AGENT_KEY: agent,
             GRPC_METADATA_KEY: self._metadata(request),
             OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
+            STREAMING_KEY: method in _STREAMING_METHODS,
         }
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -5,6 +5,10 @@ The answer is neuro-san's: the text of the AGENT_FRAMEWORK messages as ``content
 back, and the ``chat_context`` to continue with. Failures of the network are tool
 errors (``isError``), as the MCP specification assigns them; only a caller the server
 does not authenticate is an HTTP 401.
+
+With a progress token the chat is MAXIMAL and asks for token deltas (``stream_tokens``):
+each step is a progress notification, and so is each piece of the front man's answer,
+whose ``message`` is then the answer's text so far (a client shows it growing).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ def chat_request(arguments: Any, progress: bool) -> agent_pb2.ChatRequest:
     data = dict(arguments)
     if progress:  # the steps to report come only with the MAXIMAL filter
         data["chat_filter"] = {"chat_filter_type": "MAXIMAL"}
+        data["stream_tokens"] = True
     message = agent_pb2.ChatRequest()
     try:
         _REQUEST_CODEC.fill(_REQUEST_CODEC.normalize(data), message)
@@ -86,10 +91,18 @@ class ToolCaller:
         final: dict[str, Any] = {}
         sly_data: dict[str, Any] = {}
         steps = 0
+        so_far = ""
         try:
             while (reply := await call.read()) is not grpc.aio.EOF:
                 message = _RESPONSE_CODEC.to_dict(reply).get("response") or {}
-                if message.get("type") == "AGENT_FRAMEWORK":
+                if message.get("type") == "TOKEN_DELTA":
+                    # The front man's answer as it grows; other agents' and reasoning
+                    # deltas are left out (their complete messages are steps).
+                    if progress is not None and _is_answer_delta(message):
+                        so_far += str(message.get("text", ""))
+                        steps += 1
+                        await progress(steps, so_far)
+                elif message.get("type") == "AGENT_FRAMEWORK":
                     texts.append(str(message.get("text", "")))
                     final = message
                     sly_data.update(message.get("sly_data") or {})
@@ -118,6 +131,11 @@ def _answer(texts: list[str], final: dict[str, Any], sly_data: dict[str, Any]) -
         content=[mcp_types.TextContent(type="text", text=text)], structured_content=structured, is_error=False
     )
     return wire(result)
+
+
+def _is_answer_delta(message: dict[str, Any]) -> bool:
+    origin = message.get("origin") or []
+    return len(origin) == 1 and message.get("delta_kind", "ANSWER") == "ANSWER" and bool(message.get("text"))
 
 
 def _step_text(message: dict[str, Any]) -> str:

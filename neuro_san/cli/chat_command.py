@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from neuro_san.cli.render import Style, compact_json, message_json, thinking_lines, wants_colour
 from neuro_san.client.errors import AgentNotFound, ClientError, Unavailable
-from neuro_san.core.messages import ChatFilter, ChatMessage, MessageType
+from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType
 
 if TYPE_CHECKING:
     from neuro_san.client.api import Conversation
@@ -79,6 +79,12 @@ class ChatPrinter:
     def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         self.maximal: bool = args.maximal
         self.as_json: bool = args.json
+        #: Ask for token deltas; None leaves it to the network's default.
+        self.stream_tokens: bool | None = True if getattr(args, "stream", False) else None
+        #: The front man's answer text printed so far from deltas, this turn.
+        self.streamed = ""
+        #: A delta left the cursor mid-line.
+        self.mid_line = False
         self.out = out
         self.style = Style(wants_colour(out))
         self.spinner = Spinner(err, enabled=wants_colour(err) and not self.as_json)
@@ -86,9 +92,17 @@ class ChatPrinter:
     async def turn(self, conversation: Conversation, text: str, deadline: float | None) -> ChatMessage | None:
         chat_filter = ChatFilter.MAXIMAL if self.maximal else ChatFilter.MINIMAL
         answer: ChatMessage | None = None
+        self.streamed = ""
         self.spinner.start()
         try:
-            async for message in conversation.stream(text, chat_filter, timeout=deadline):
+            stream = conversation.stream(text, chat_filter, timeout=deadline, stream_tokens=self.stream_tokens)
+            async for message in stream:
+                if message.type is MessageType.TOKEN_DELTA and not self.as_json:
+                    # The text goes on stdout as it comes: the spinner's line on stderr
+                    # would overwrite it.
+                    await self.spinner.stop()
+                    self._show_delta(message)
+                    continue
                 with self.spinner.paused():
                     self._show(message)
                 if message.type is MessageType.AGENT_FRAMEWORK:
@@ -99,17 +113,41 @@ class ChatPrinter:
             await self.spinner.stop()
         return answer
 
+    def _show_delta(self, message: ChatMessage) -> None:
+        """The front man's answer text as it is written (reasoning dimmed); the other
+        agents' deltas are left out: their complete messages follow (--maximal)."""
+        if len(message.origin) != 1:
+            return
+        if message.delta_kind is DeltaKind.REASONING:
+            self.out.write(self.style.dim(message.text))
+        else:
+            self.streamed += message.text
+            self.out.write(self.style.bold(message.text))
+        self.mid_line = True
+        self.out.flush()
+
     def _show(self, message: ChatMessage) -> None:
         if self.as_json:
             self.out.write(compact_json(message_json(message)) + "\n")
+        elif message.type is MessageType.AGENT_FRAMEWORK and self.streamed:
+            # Already on screen as it was written; the complete answer only when it is
+            # not what was shown (text before tool calls, a caveat, JSON taken out).
+            self.out.write("\n")
+            if message.text.strip() != self.streamed.strip():
+                self.out.write(self.style.bold(message.text) + "\n")
+            if message.sly_data:
+                self.out.write(self.style.dim("sly_data: " + compact_json(message.sly_data)) + "\n")
         elif message.type is MessageType.AGENT_FRAMEWORK:
-            if self.maximal:
+            if self.maximal or self.mid_line:
                 self.out.write("\n")
             self.out.write(self.style.bold(message.text) + "\n")
             if message.sly_data:
                 self.out.write(self.style.dim("sly_data: " + compact_json(message.sly_data)) + "\n")
         elif self.maximal:
+            if self.mid_line:
+                self.out.write("\n")
             self.out.write("\n".join(thinking_lines(message, self.style)) + "\n")
+        self.mid_line = False
         self.out.flush()
 
 

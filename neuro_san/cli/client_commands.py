@@ -74,6 +74,8 @@ def add_commands(commands: Any) -> None:
     chat.add_argument("--maximal", action="store_true",
                       help="show the agents' thinking as it happens, each line prefixed by its dotted origin "
                       "and indented by its depth")
+    chat.add_argument("--stream", action="store_true",
+                      help="print the answer as the model writes it (asks for token deltas: stream_tokens)")
     chat.add_argument("--json", action="store_true",
                       help="print the raw messages, one JSON object per line (with --maximal: all of them)")
     chat.set_defaults(func=_command(_chat))

@@ -90,6 +90,8 @@ def message_json(message: ChatMessage) -> dict[str, Any]:
         out["tool_result_origin"] = _origins_json(message.tool_result_origin)
     if message.sly_data:
         out["sly_data"] = message.sly_data
+    if message.delta_kind:
+        out["delta_kind"] = message.delta_kind.name
     return out
 
 

@@ -138,13 +138,16 @@ class AsyncAgentClient:
         chat_context: ChatContext | None = None,
         metadata: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        stream_tokens: bool | None = None,
     ) -> AsyncIterator[ChatMessage]:
         """The messages of one turn as they arrive; the last is the AGENT_FRAMEWORK answer.
+        With ``stream_tokens`` the LLM agents' TOKEN_DELTA messages come too (None: the
+        network's default).
 
         Stopping the iteration early (``break``, ``aclose()``, cancelling the task)
         cancels the call, and with it the server's work for this request.
         """
-        request = build_request(text, dict(sly_data or {}), filter, chat_context)
+        request = build_request(text, dict(sly_data or {}), filter, chat_context, stream_tokens)
         async for message in self.chat_request(agent, request, metadata, timeout):
             if message is not None:
                 yield message
@@ -214,11 +217,12 @@ class Conversation:
         filter: ChatFilter = ChatFilter.MAXIMAL,
         sly_data: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        stream_tokens: bool | None = None,
     ) -> AsyncIterator[ChatMessage]:
         """One turn, message by message (all of them by default); then the context moves on."""
         outgoing = {**self.sly_data, **(sly_data or {})}
         stream = self.client.streaming_chat(
-            self.agent, text, outgoing, filter, self.chat_context, self.metadata, timeout
+            self.agent, text, outgoing, filter, self.chat_context, self.metadata, timeout, stream_tokens
         )
         try:
             async for message in stream:

@@ -103,8 +103,11 @@ class AgentClient:
         chat_context: ChatContext | None = None,
         metadata: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        stream_tokens: bool | None = None,
     ) -> Iterator[ChatMessage]:
-        stream = self._async.streaming_chat(agent, text, sly_data, filter, chat_context, metadata, timeout)
+        stream = self._async.streaming_chat(
+            agent, text, sly_data, filter, chat_context, metadata, timeout, stream_tokens
+        )
         return self._loop.iterate(stream)
 
     def chat(self, agent: str, text: str, **options: Any) -> ChatMessage:
@@ -154,8 +157,9 @@ class SyncConversation:
         filter: ChatFilter = ChatFilter.MAXIMAL,
         sly_data: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        stream_tokens: bool | None = None,
     ) -> Iterator[ChatMessage]:
-        return self._loop.iterate(self.conversation.stream(text, filter, sly_data, timeout))
+        return self._loop.iterate(self.conversation.stream(text, filter, sly_data, timeout, stream_tokens))
 
     def reset(self) -> None:
         self.conversation.reset()

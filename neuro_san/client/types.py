@@ -120,12 +120,14 @@ def build_request(
     sly_data: dict[str, Any] | None = None,
     chat_filter: ChatFilter = ChatFilter.MINIMAL,
     chat_context: ChatContext | None = None,
+    stream_tokens: bool | None = None,
 ) -> ChatRequest:
     return ChatRequest(
         user_text=text,
         sly_data=dict(sly_data or {}),
         chat_context=chat_context,
         chat_filter=chat_filter,
+        stream_tokens=stream_tokens,
     )
 
 
@@ -147,4 +149,6 @@ def request_to_proto(request: ChatRequest) -> agent_pb2.ChatRequest:
         context_to_proto(request.chat_context, pb.chat_context)
     if request.chat_filter is not ChatFilter.UNKNOWN:
         pb.chat_filter.chat_filter_type = int(request.chat_filter)  # type: ignore[assignment]
+    if request.stream_tokens is not None:
+        pb.stream_tokens = request.stream_tokens
     return pb

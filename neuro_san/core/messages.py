@@ -25,6 +25,15 @@ class MessageType(IntEnum):
     AGENT_FRAMEWORK = 101
     AGENT_TOOL_RESULT = 103
     AGENT_PROGRESS = 104
+    #: A piece of an LLM agent's reply as it is written (``stream_tokens`` requests only).
+    TOKEN_DELTA = 105
+
+
+class DeltaKind(IntEnum):
+    """``ChatMessage.DeltaKind``: what a TOKEN_DELTA's text is part of."""
+
+    ANSWER = 0
+    REASONING = 1
 
 
 class ChatFilter(IntEnum):
@@ -89,6 +98,8 @@ class ChatMessage:
     tool_result_origin: OriginPath = ()
     sly_data: dict[str, Any] | None = None
     mime_data: tuple[MimeData, ...] = ()
+    #: On TOKEN_DELTA messages: answer text or reasoning.
+    delta_kind: DeltaKind = DeltaKind.ANSWER
 
 
 @dataclass(slots=True)
@@ -125,6 +136,8 @@ class ChatRequest:
     #: Called with the tokens of each LLM call as it completes; may raise to stop the
     #: chat (per-caller token budgets, set by the service).
     on_usage: Callable[[int], None] | None = None
+    #: Whether to stream TOKEN_DELTA messages; None: the network's default.
+    stream_tokens: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

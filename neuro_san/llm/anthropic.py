@@ -24,11 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
+from neuro_san.llm.anthropic_stream import AnthropicStream, BedrockAnthropicStream
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http import Endpoint, HttpPool
-from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
+from neuro_san.llm.http_model import HttpJsonModel, ModelSettings, renamed_action
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
+from neuro_san.llm.streaming import EventStreamDecoder, SseDecoder, stream_reader
 from neuro_san.llm.turns import alternating_turns
 
 #: The API version header value this adapter speaks.
@@ -51,7 +53,9 @@ _TOOL_USE = ObjectArgumentsCall(
 
 
 class AnthropicModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over Anthropic messages (non-streaming)."""
+    """A :class:`~neuro_san.llm.interface.Model` over Anthropic messages (streamed when
+    asked for deltas: :mod:`neuro_san.llm.anthropic_stream`; on Bedrock through
+    ``invoke-with-response-stream``)."""
 
     def __init__(
         self,
@@ -98,6 +102,20 @@ class AnthropicModel(HttpJsonModel):
 
     def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         return parse_anthropic_reply(reply, self._endpoint.provider, self._model_name)
+
+    def stream_endpoint(self) -> Endpoint:
+        if self._bedrock:
+            return renamed_action(self._endpoint, "/invoke", "/invoke-with-response-stream")
+        return self._endpoint
+
+    def stream_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        # On Bedrock the method streams; the body takes no "stream" field.
+        return self.request_body(messages, tools) if self._bedrock else super().stream_body(messages, tools)
+
+    def stream_reader(self, on_delta: DeltaSink) -> ReplyReader:
+        if self._bedrock:
+            return stream_reader(EventStreamDecoder(), BedrockAnthropicStream(on_delta, self.provider), self.provider)
+        return stream_reader(SseDecoder(), AnthropicStream(on_delta, self.provider), self.provider)
 
 
 def to_anthropic_messages(

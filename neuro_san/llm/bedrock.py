@@ -30,10 +30,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.llm.bedrock_stream import ConverseStream
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http_model import HttpJsonModel
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.http import Endpoint, ReplyReader
+from neuro_san.llm.http_model import HttpJsonModel, renamed_action
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
+from neuro_san.llm.streaming import EventStreamDecoder, stream_reader
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "bedrock-converse"
@@ -108,7 +111,8 @@ class SigV4Signer:
 
 
 class BedrockConverseModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over Bedrock Converse (non-streaming).
+    """A :class:`~neuro_san.llm.interface.Model` over Bedrock Converse, or
+    ``ConverseStream`` when asked for deltas (:mod:`~neuro_san.llm.bedrock_stream`).
 
     ``extra_fields`` go as ``additionalModelRequestFields``.
     """
@@ -144,6 +148,15 @@ class BedrockConverseModel(HttpJsonModel):
 
     def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         return parse_converse_reply(reply, self._endpoint.provider, self._model_name)
+
+    def stream_endpoint(self) -> Endpoint:
+        return renamed_action(self._endpoint, "/converse", "/converse-stream")
+
+    def stream_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        return self.request_body(messages, tools)  # the method streams; the body is the same
+
+    def stream_reader(self, on_delta: DeltaSink) -> ReplyReader:
+        return stream_reader(EventStreamDecoder(), ConverseStream(on_delta, self.provider), self.provider)
 
 
 def to_converse_messages(messages: Sequence[LlmMessage]) -> tuple[str, list[dict[str, Any]]]:

@@ -24,9 +24,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http_model import HttpJsonModel
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.gemini_stream import GeminiStream
+from neuro_san.llm.http import Endpoint, ReplyReader
+from neuro_san.llm.http_model import HttpJsonModel, renamed_action
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
 from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
+from neuro_san.llm.streaming import SseDecoder, stream_reader
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "gemini"
@@ -44,7 +47,8 @@ _UNSUPPORTED_SCHEMA_KEYS = frozenset({"additionalProperties", "$schema", "$ref",
 
 
 class GeminiModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent`` (non-streaming).
+    """A :class:`~neuro_san.llm.interface.Model` over ``generateContent``, or
+    ``streamGenerateContent?alt=sse`` when asked for deltas (:mod:`~neuro_san.llm.gemini_stream`).
 
     ``extra_fields`` are extra ``generationConfig`` fields (``topK``,
     ``thinkingConfig``…), already in Gemini's spelling.
@@ -68,6 +72,15 @@ class GeminiModel(HttpJsonModel):
 
     def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         return parse_gemini_reply(reply, self._endpoint.provider, self._model_name)
+
+    def stream_endpoint(self) -> Endpoint:
+        return renamed_action(self._endpoint, ":generateContent", ":streamGenerateContent", "alt=sse")
+
+    def stream_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        return self.request_body(messages, tools)  # the method streams; the body is the same
+
+    def stream_reader(self, on_delta: DeltaSink) -> ReplyReader:
+        return stream_reader(SseDecoder(), GeminiStream(on_delta, self.provider), self.provider)
 
 
 def to_gemini_function(tool: ToolSpec) -> dict[str, Any]:

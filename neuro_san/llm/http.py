@@ -81,6 +81,11 @@ def redact_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
 
+#: Reads a successful reply's body into the reply object (a streamed reply's pieces
+#: assembled); raises an LlmError when the reply is not one.
+ReplyReader = Callable[[aiohttp.ClientResponse], Awaitable[dict[str, Any]]]
+
+
 class RequestSigner(Protocol):
     """Adds per-attempt headers computed over the exact request (AWS SigV4)."""
 
@@ -176,7 +181,14 @@ class HttpPool:
             if session_loop is loop and not session.closed:
                 await session.close()
 
-    async def post(self, endpoint: Endpoint, payload: Mapping[str, Any], *, target: str = "") -> dict[str, Any]:
+    async def post(
+        self,
+        endpoint: Endpoint,
+        payload: Mapping[str, Any],
+        *,
+        target: str = "",
+        read: ReplyReader | None = None,
+    ) -> dict[str, Any]:
         """:meth:`post_json` to ``endpoint`` with its headers, timeout and attempts."""
         return await self.post_json(
             endpoint.url,
@@ -189,6 +201,7 @@ class HttpPool:
             key_source=endpoint.key_source,
             target=target,
             signer=endpoint.signer,
+            read=read,
         )
 
     async def post_json(
@@ -205,6 +218,7 @@ class HttpPool:
         key_source: str = "",
         target: str = "",
         signer: RequestSigner | None = None,
+        read: ReplyReader | None = None,
     ) -> dict[str, Any]:
         """POST ``payload`` as JSON and return the decoded JSON object of the reply.
 
@@ -220,6 +234,10 @@ class HttpPool:
                 (for example ``"OPENAI_API_KEY (or llm_config 'openai_api_key')"``).
             target: what was asked for, for the 404 message (for example a model name).
             signer: signs every attempt over the exact body bytes (AWS SigV4).
+            read: reads a successful (2xx) reply instead of decoding it as one JSON
+                object: a streamed reply (:mod:`neuro_san.llm.streaming`). Whatever it
+                raises ends the call: no retry once a reply has begun (its pieces may
+                already have reached the client).
 
         Raises:
             LlmError: one of its subclasses, as listed in :mod:`neuro_san.llm.errors`.
@@ -247,8 +265,10 @@ class HttpPool:
                 async with session.post(
                     target_url, data=data, headers=send_headers, timeout=client_timeout, proxy=proxy
                 ) as response:
-                    body = await response.read()
                     status = response.status
+                    if read is not None and 200 <= status < 300:
+                        return await read(response)
+                    body = await response.read()
                     retry_after = parse_retry_after(response.headers)
                     content_type = response.headers.get("content-type", "")
             except TimeoutError as error:
@@ -262,7 +282,7 @@ class HttpPool:
             else:
                 if 200 <= status < 300:
                     return _decode_object(body, content_type, where, provider)
-                failure = _http_failure(status, body, retry_after, secrets, provider, where, key_source, target)
+                failure = http_failure(status, body, retry_after, secrets, provider, where, key_source, target)
             retryable = status == 0 or status in RETRYABLE_STATUSES
             if not retryable or attempt == attempts:
                 raise failure
@@ -306,7 +326,7 @@ def _decode_object(body: bytes, content_type: str, where: str, provider: str) ->
     return decoded
 
 
-def _http_failure(
+def http_failure(
     status: int,
     body: bytes,
     retry_after: float | None,

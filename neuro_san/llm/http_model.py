@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from neuro_san.llm.http import Endpoint, HttpPool
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
+from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, TextDelta, ToolSpec
 from neuro_san.llm.reply_parts import new_tool_call_id
 
 
@@ -75,13 +75,58 @@ class HttpJsonModel(ABC):
     def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         """The model's turn in a successful reply; LlmMalformedReply when it is not one."""
 
-    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
-        reply = await self._pool.post(
-            self._endpoint,
-            self.request_body(messages, tools),
-            target=f"model {self._model_name!r}",
-        )
+    def stream_endpoint(self) -> Endpoint:
+        """Where a streamed call goes (Gemini and Bedrock name another method)."""
+        return self._endpoint
+
+    def stream_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """The JSON body for one streamed call."""
+        return {**self.request_body(messages, tools), "stream": True}
+
+    @abstractmethod
+    def stream_reader(self, on_delta: DeltaSink) -> ReplyReader:
+        """Reads one streamed reply into the non-streaming reply's shape, telling
+        ``on_delta`` the text as it comes (see :mod:`neuro_san.llm.streaming`)."""
+
+    async def complete(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec], on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        target = f"model {self._model_name!r}"
+        if on_delta is None:
+            reply = await self._pool.post(self._endpoint, self.request_body(messages, tools), target=target)
+        else:
+            answered: list[bool] = []
+
+            def sink(delta: TextDelta) -> None:
+                if not delta.reasoning:
+                    answered.append(True)
+                on_delta(delta)
+
+            reply = await self._pool.post(
+                self.stream_endpoint(),
+                self.stream_body(messages, tools),
+                target=target,
+                read=self.stream_reader(sink),
+            )
+            response = self.parse_reply(reply)
+            if response.text and not answered:
+                # Answered whole (a server that does not stream): the text is one delta,
+                # so the deltas still add up to the reply.
+                on_delta(TextDelta(response.text))
+            return unique_call_ids(response, messages)
         return unique_call_ids(self.parse_reply(reply), messages)
+
+
+def renamed_action(endpoint: Endpoint, action: str, streamed: str, query: str = "") -> Endpoint:
+    """``endpoint`` with the URL's last ``action`` replaced by ``streamed`` (and ``query``
+    added): the streaming method of a provider that names it apart (Gemini, Bedrock)."""
+    base, found, rest = endpoint.url.rpartition(action)
+    if not found:
+        return endpoint
+    url = f"{base}{streamed}{rest}"
+    if query:
+        url += ("&" if "?" in url else "?") + query
+    return dataclasses.replace(endpoint, url=url)
 
 
 def unique_call_ids(response: ModelResponse, messages: Sequence[LlmMessage]) -> ModelResponse:

@@ -13,6 +13,12 @@ Rules every implementation follows:
 - Failures raise :class:`LlmError` subclasses (``neuro_san.llm.errors``), which carry
   a gRPC-style code; nothing else escapes, and no message contains sly_data (it is
   never given to a model in the first place).
+- ``complete(..., on_delta=sink)`` streams: the model asks its provider for a streamed
+  reply and tells ``sink`` each piece of text as it arrives (answer text, and reasoning
+  marked apart). The :class:`ModelResponse` it returns is the one it would have returned
+  without streaming (tool calls assembled from their pieces, usage, truncation), and the
+  answer deltas, concatenated, equal its ``text``. Without a sink nothing changes: the
+  provider call is today's, not streamed.
 - Tool arguments come back parsed (``ToolCall.arguments``); a reply whose arguments are
   not a JSON object keeps the raw text in ``raw_arguments`` and sets ``arguments_error``
   so the runtime can tell the model what went wrong instead of failing the request.
@@ -20,7 +26,7 @@ Rules every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -102,6 +108,20 @@ class ModelResponse:
     truncated: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of a reply as the provider streamed it."""
+
+    text: str
+    #: Reasoning ("thinking") rather than answer text.
+    reasoning: bool = False
+
+
+#: Told each :class:`TextDelta` of a streamed reply, in order. Called on the event loop:
+#: it must not block (the runtime only queues the piece for the client).
+DeltaSink = Callable[[TextDelta], None]
+
+
 @runtime_checkable
 class Model(Protocol):
     """An LLM the runtime can call. Instances are shared by concurrent requests."""
@@ -117,9 +137,10 @@ class Model(Protocol):
         ...
 
     async def complete(
-        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec], on_delta: DeltaSink | None = None
     ) -> ModelResponse:
-        """Return the model's next turn for ``messages`` given ``tools``."""
+        """Return the model's next turn for ``messages`` given ``tools``; with
+        ``on_delta``, stream it (see the module docstring)."""
         ...
 
 

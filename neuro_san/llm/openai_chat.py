@@ -17,14 +17,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.http import Endpoint, HttpPool
+from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
 from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.openai_stream import OpenAIStream
 from neuro_san.llm.reply_parts import new_tool_call_id, token_count
+from neuro_san.llm.streaming import SseDecoder, stream_reader
 
 
 class OpenAIChatModel(HttpJsonModel):
-    """A :class:`~neuro_san.llm.interface.Model` over chat completions (non-streaming).
+    """A :class:`~neuro_san.llm.interface.Model` over chat completions (streamed when
+    asked for deltas: :mod:`neuro_san.llm.openai_stream`).
 
     Instances are immutable and shared by concurrent requests.
     """
@@ -69,6 +72,13 @@ class OpenAIChatModel(HttpJsonModel):
 
     def parse_reply(self, reply: Mapping[str, Any]) -> ModelResponse:
         return parse_openai_reply(reply, self._endpoint.provider, self._model_name)
+
+    def stream_body(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        # include_usage: a last chunk carries the token counts, as a whole reply does.
+        return {**super().stream_body(messages, tools), "stream_options": {"include_usage": True}}
+
+    def stream_reader(self, on_delta: DeltaSink) -> ReplyReader:
+        return stream_reader(SseDecoder(), OpenAIStream(on_delta, self.provider), self.provider)
 
 
 _REASONING_MODEL = re.compile(r"^(o\d+($|-)|gpt-5(?!-chat))", re.IGNORECASE)

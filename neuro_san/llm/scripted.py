@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
-from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, TextDelta, ToolCall, ToolSpec, Usage
 
 
 class _SafeFormat(dict[str, str]):
@@ -128,7 +128,7 @@ class ScriptedModel:
         return cls(reply=reply, calls=calls, model_name=str(llm_config.get("model_name", "scripted")))
 
     async def complete(
-        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec], on_delta: DeltaSink | None = None
     ) -> ModelResponse:
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         user_text = messages[last_user].content if last_user >= 0 else ""
@@ -154,6 +154,10 @@ class ScriptedModel:
                 )
         template = self._reply if self._reply is not None else ("{results}" if results else "{input}")
         text = _fill(template, values)
+        if on_delta is not None:
+            # Streamed a word at a time (with its following spaces), as a provider would.
+            for piece in re.findall(r"\S+\s*|\s+", text):
+                on_delta(TextDelta(piece))
         return ModelResponse(text=text, usage=Usage(prompt_tokens, _words(text)), model=self._model_name)
 
     def _plan_calls(

@@ -39,7 +39,7 @@ NETWORK_KEYS = frozenset(
         "llm_config", "tools", "commondefs", "metadata", "max_iterations", "max_steps",
         "max_execution_seconds", "request_timeout_seconds", "max_attempts", "sly_data_schema",
         "toolbox_info_file",
-        "max_tokens_per_request",
+        "max_tokens_per_request", "stream_tokens",
     }
 )  # fmt: skip
 AGENT_KEYS = frozenset(
@@ -325,6 +325,11 @@ def _network_limits(document: dict[str, Any], check: _Checker) -> dict[str, Any]
     tokens = check.optional_int(document.get("max_tokens_per_request"), "max_tokens_per_request", minimum=1)
     if tokens is not None:
         limits["max_tokens_per_request"] = tokens
+    stream_tokens = document.get("stream_tokens")
+    if stream_tokens is not None:
+        if not isinstance(stream_tokens, bool):
+            raise check.fail("stream_tokens", f"must be true or false, not {type_name(stream_tokens)}")
+        limits["stream_tokens"] = stream_tokens
     return limits
 
 

@@ -140,6 +140,8 @@ class NetworkSpec:
     max_attempts: int = 3
     #: LLM tokens one request may spend (0: the server's AGENT_MAX_TOKENS_PER_REQUEST).
     max_tokens_per_request: int = 0
+    #: Stream TOKEN_DELTA messages to requests that do not say (``stream_tokens`` key).
+    stream_tokens: bool = False
     #: The file it was read from.
     source: str = ""
     #: Listed by Concierge.

@@ -159,9 +159,15 @@ async def _ask(client: Any, request: ChatRequest, streaming: bool) -> ChatMessag
 
 
 def _add_artifact(task: Any, update: Any) -> None:
+    """As A2A defines a streamed artifact: ``append`` adds the parts to the artifact of the
+    same id; without it the update replaces that artifact (a streamed answer's last chunk
+    is the whole answer), or is a new one."""
     for artifact in task.artifacts:
-        if artifact.artifact_id == update.artifact.artifact_id and update.append:
-            artifact.parts.extend(update.artifact.parts)
+        if artifact.artifact_id == update.artifact.artifact_id:
+            if update.append:
+                artifact.parts.extend(update.artifact.parts)
+            else:
+                artifact.CopyFrom(update.artifact)
             return
     task.artifacts.append(update.artifact)
 

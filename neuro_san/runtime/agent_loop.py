@@ -14,7 +14,7 @@ import time
 
 from neuro_san.core.errors import LimitExceeded
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
-from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec
+from neuro_san.llm.interface import DeltaSink, LlmMessage, Model, ModelResponse, ToolSpec
 from neuro_san.middleware.chain import middleware_chain
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.context import RequestContext
@@ -70,6 +70,9 @@ async def _run_llm_agent(
     truncated = False
     limit = agent.max_iterations or ctx.network.max_iterations
     middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
+    # Token deltas, when the request wants this agent's; never for an agent with
+    # middleware, which may rewrite the model's text (PII redaction) after the fact.
+    deltas = ctx.journal.delta_sink(origin) if middleware is None else None
     for _ in range(limit):
         if middleware is not None:
             stopped = await middleware.before_model(messages, specs)
@@ -77,7 +80,7 @@ async def _run_llm_agent(
                 answer = stopped
                 break
         call_started = time.monotonic()
-        response = await _ask_model(ctx, model, messages, middleware.tools if middleware else specs)
+        response = await _ask_model(ctx, model, messages, middleware.tools if middleware else specs, deltas)
         if middleware is not None:
             response = await middleware.after_model(messages, response)
         ctx.record_usage(model_key, response.usage)
@@ -114,9 +117,14 @@ async def _run_llm_agent(
 
 
 async def _ask_model(
-    ctx: RequestContext, model: Model, messages: list[LlmMessage], specs: list[ToolSpec]
+    ctx: RequestContext,
+    model: Model,
+    messages: list[LlmMessage],
+    specs: list[ToolSpec],
+    deltas: DeltaSink | None = None,
 ) -> ModelResponse:
-    """One model call (retries included), reported to metrics and as an ``llm`` span."""
+    """One model call (retries included), reported to metrics and as an ``llm`` span;
+    streamed to ``deltas`` when given."""
     telemetry = ctx.telemetry
     with telemetry.span(
         f"llm {model.provider} {model.model_name}",
@@ -124,7 +132,13 @@ async def _ask_model(
     ) as span:
         call_started = time.monotonic()
         try:
-            response: ModelResponse = await model.complete(messages, specs)
+            # Without a sink the call is today's, word for word (a Model written before
+            # streaming need not know the keyword).
+            response: ModelResponse = (
+                await model.complete(messages, specs)
+                if deltas is None
+                else await model.complete(messages, specs, on_delta=deltas)
+            )
         except Exception:
             telemetry.llm_call(model.provider, model.model_name, time.monotonic() - call_started, 0, 0, False)
             raise

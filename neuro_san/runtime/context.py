@@ -7,12 +7,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from neuro_san.core.errors import LimitExceeded
-from neuro_san.core.messages import ChatMessage, MessageType, Origin, OriginPath
+from neuro_san.core.messages import ChatMessage, DeltaKind, MessageType, Origin, OriginPath
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
-from neuro_san.llm.interface import LlmMessage, ModelFactory, Usage
+from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelFactory, TextDelta, Usage
 from neuro_san.network.spec import NetworkSpec
 
 if TYPE_CHECKING:  # the interface module refers back to RequestContext for its types only
@@ -26,22 +26,42 @@ class ClassResolver(Protocol):
     def resolve(self, network: str, class_name: str) -> type: ...
 
 
+#: Whose token deltas a request gets: nobody's, the front man's (MINIMAL), every agent's
+#: (MAXIMAL).
+TokenScope = Literal["none", "front", "all"]
+
+
 class Journal:
     """Where a request's messages go. Only MAXIMAL requests stream them: the others
-    get no queue and every ``emit`` is a no-op, so MINIMAL pays nothing for them."""
+    get no queue and every ``emit`` is a no-op, so MINIMAL pays nothing for them.
+    A request that asked for ``stream_tokens`` gets a queue for its TOKEN_DELTA
+    messages (``tokens``), whatever its filter."""
 
-    __slots__ = ("queue",)
+    __slots__ = ("queue", "streaming", "tokens")
 
-    def __init__(self, streaming: bool) -> None:
-        self.queue: asyncio.Queue[ChatMessage] | None = asyncio.Queue() if streaming else None
-
-    @property
-    def streaming(self) -> bool:
-        return self.queue is not None
+    def __init__(self, streaming: bool, tokens: TokenScope = "none") -> None:
+        #: Every message is journaled (MAXIMAL).
+        self.streaming = streaming
+        self.tokens: TokenScope = tokens
+        wanted = streaming or tokens != "none"
+        self.queue: asyncio.Queue[ChatMessage] | None = asyncio.Queue() if wanted else None
 
     def emit(self, message: ChatMessage) -> None:
-        if self.queue is not None:
+        if self.streaming and self.queue is not None:
             self.queue.put_nowait(message)
+
+    def delta_sink(self, origin: OriginPath) -> DeltaSink | None:
+        """What an LLM call of the agent at ``origin`` tells its text to, or None when this
+        request wants no deltas of that agent (the call is then not streamed at all)."""
+        queue = self.queue
+        if queue is None or self.tokens == "none" or (self.tokens == "front" and len(origin) > 1):
+            return None
+
+        def sink(delta: TextDelta) -> None:
+            kind = DeltaKind.REASONING if delta.reasoning else DeltaKind.ANSWER
+            queue.put_nowait(ChatMessage(MessageType.TOKEN_DELTA, delta.text, origin, delta_kind=kind))
+
+        return sink
 
 
 @dataclass

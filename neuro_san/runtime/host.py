@@ -29,7 +29,7 @@ from neuro_san.network.upstream_keys import invocation_kind
 from neuro_san.reservations.store import ReservationStore
 from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
-from neuro_san.runtime.context import Journal, RequestContext
+from neuro_san.runtime.context import Journal, RequestContext, TokenScope
 from neuro_san.runtime.external import ExternalAgents, RemoteFactory
 from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
 from neuro_san.runtime.mcp_tools import McpClients
@@ -165,6 +165,10 @@ class NetworkHost:
             yield None
             return
         streaming = request.chat_filter.is_maximal
+        stream_tokens = network.stream_tokens if request.stream_tokens is None else request.stream_tokens
+        event = not streaming and invocation_kind(network.front.function) == "event"
+        # An event invocation is acknowledged at once: nobody is left to read its deltas.
+        tokens: TokenScope = ("all" if streaming else "front") if stream_tokens and not event else "none"
         sly_data = request.sly_data
         llm_keys = take_llm_keys([a.llm_config for a in network.agents.values()], sly_data)
         if request.metadata and "request_metadata" not in sly_data:
@@ -172,7 +176,7 @@ class NetworkHost:
         ctx = RequestContext(
             network=network,
             sly_data=sly_data,
-            journal=Journal(streaming),
+            journal=Journal(streaming, tokens),
             models=self._models,
             coded_tools=self._coded_tools,
             tools=self._tools,
@@ -183,14 +187,14 @@ class NetworkHost:
             max_tokens=network.max_tokens_per_request or self.max_tokens_per_request,
             on_usage=request.on_usage,
         )
-        if not streaming and invocation_kind(network.front.function) == "event":
+        if event:
             # neuro-san's event invocation: acknowledge at once, do the work in the background.
             task = asyncio.create_task(self._run(ctx, request))
             self._events.add(task)
             task.add_done_callback(self._event_done)
             yield ChatMessage(type=MessageType.AGENT_FRAMEWORK, text="Event acknowledged", chat_context=ChatContext())
             return
-        if not streaming and self._keepalive <= 0:
+        if not streaming and tokens == "none" and self._keepalive <= 0:
             yield await self._run(ctx, request)
             return
         async for message in self._stream(ctx, request):

@@ -33,6 +33,7 @@ from neuro_san.core.access import (
 )
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
+from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
 from neuro_san.core.token_budgets import TokenLedger
@@ -280,7 +281,9 @@ class AgentRouter(grpc.GenericRpcHandler):
                                 if message is None:
                                     yield _EMPTY_RESPONSE
                                     continue
-                                response = agent_pb2.ChatResponse(request=echo)
+                                # Deltas do not echo the request: dozens a second, each a copy.
+                                delta = message.type is MessageType.TOKEN_DELTA
+                                response = agent_pb2.ChatResponse(request=None if delta else echo)
                                 convert.message_to_proto(message, response.response)
                                 yield response
                         finally:

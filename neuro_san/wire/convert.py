@@ -24,6 +24,7 @@ from neuro_san.core.messages import (
     ChatMessage,
     ChatRequest,
     ConnectivityEntry,
+    DeltaKind,
     MessageType,
     Origin,
     OriginPath,
@@ -113,6 +114,8 @@ def message_to_proto(message: ChatMessage, target: chat_pb2.ChatMessage | None =
         fill_struct(pb.sly_data, message.sly_data)
     for mime in message.mime_data:
         pb.mime_data.add(mime_type=mime.mime_type, mime_bytes=mime.mime_bytes)
+    if message.delta_kind:
+        pb.delta_kind = int(message.delta_kind)  # type: ignore[assignment]
     return pb
 
 
@@ -125,6 +128,7 @@ def message_from_proto(pb: chat_pb2.ChatMessage) -> ChatMessage:
         chat_context=context_from_proto(pb.chat_context) if pb.HasField("chat_context") else None,
         tool_result_origin=origins_from_proto(pb.tool_result_origin),
         sly_data=struct_to_dict(pb.sly_data) if pb.HasField("sly_data") else None,
+        delta_kind=DeltaKind.REASONING if pb.delta_kind == chat_pb2.ChatMessage.REASONING else DeltaKind.ANSWER,
     )
 
 
@@ -147,6 +151,7 @@ def request_from_proto(pb: agent_pb2.ChatRequest, metadata: dict[str, str]) -> C
         chat_context=_bounded_context(pb.chat_context) if pb.HasField("chat_context") else None,
         chat_filter=ChatFilter.MAXIMAL if maximal else ChatFilter.MINIMAL,
         metadata=metadata,
+        stream_tokens=pb.stream_tokens if pb.HasField("stream_tokens") else None,
     )
 
 

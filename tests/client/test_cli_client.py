@@ -87,6 +87,19 @@ def test_json_prints_raw_messages(cli_server: ServerProcess, transport: str) -> 
 
 
 @TRANSPORTS
+def test_stream_prints_the_answer_once_as_it_is_written(cli_server: ServerProcess, transport: str) -> None:
+    streamed = neuro_san("chat", "counter", "-m", "hello big world", "--stream", *on(cli_server, transport))
+    assert streamed.returncode == 0, streamed.stderr
+    assert streamed.stdout == "after 0 turns: hello big world\n"
+    raw = neuro_san("chat", "counter", "-m", "hello big world", "--stream", "--json", *on(cli_server, transport))
+    messages = [json.loads(line) for line in raw.stdout.splitlines()]
+    deltas, final = messages[:-1], messages[-1]
+    assert [m["type"] for m in deltas] == ["TOKEN_DELTA"] * 6 and final["type"] == "AGENT_FRAMEWORK"
+    assert "".join(m["text"] for m in deltas) == final["text"] == "after 0 turns: hello big world"
+    assert all(m["origin"] == [{"tool": "counter", "instantiation_index": 1}] for m in deltas)
+
+
+@TRANSPORTS
 def test_maximal_shows_thinking_by_origin(cli_server: ServerProcess, transport: str) -> None:
     result = neuro_san("chat", "math_guy", "-m", "2*(3+4)", "--maximal", *on(cli_server, transport))
     assert result.returncode == 0, result.stderr

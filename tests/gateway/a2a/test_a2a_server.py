@@ -91,8 +91,15 @@ def test_stream_hello_world_working_then_completed_with_an_artifact(server: Serv
         assert states[-1] == TaskState.TASK_STATE_COMPLETED
         thinking = [e for e in events if e.HasField("status_update") and e.status_update.status.message.parts]
         assert len(thinking) >= 2  # intermediate messages asked for, plus the final one
-        artifacts = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
-        assert len(artifacts) == 1 and artifacts[0].parts[0].text
+        updates = [e.artifact_update for e in events if e.HasField("artifact_update")]
+        # The answer streams as chunks of one artifact (append after the first), then the
+        # whole answer replaces them in the last chunk.
+        *chunks, last = updates
+        assert len(chunks) > 1 and [u.append for u in chunks] == [False] + [True] * (len(chunks) - 1)
+        assert not any(u.last_chunk for u in chunks) and last.last_chunk and not last.append
+        assert {u.artifact.artifact_id for u in updates} == {last.artifact.artifact_id}
+        assert "".join(u.artifact.parts[0].text for u in chunks) == last.artifact.parts[0].text
+        assert last.artifact.parts[0].text.startswith("Announcement:")
         assert kinds.index("artifact_update") < len(kinds) - 1  # the artifact comes before the final status
 
     asyncio.run(scenario())

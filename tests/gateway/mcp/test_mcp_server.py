@@ -100,6 +100,9 @@ def test_progress_notifications_come_while_the_network_works(served: ServerProce
     assert len(steps) >= 3
     assert [p for p, _ in steps] == sorted({p for p, _ in steps})  # strictly increasing
     assert any(message and "calculator" in message and "evaluating" in message for _, message in steps)
+    # The front man's answer as it is written: progress messages holding the text so far.
+    growing = [message for _, message in steps if message and "The answer is 42.".startswith(message)]
+    assert growing == ["The ", "The answer ", "The answer is ", "The answer is 42."]
 
 
 def test_unknown_tool_is_a_protocol_error_and_bad_arguments_a_tool_error(served: ServerProcess) -> None:

@@ -4,9 +4,11 @@ against real ``neuro-san serve`` processes. One browser for the module, a fresh 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.fakes.stream_fake import StreamFake
+from tests.fakes.stream_wire import Script
 from tests.support.browser import ARTIFACTS, launch_browser
 from tests.support.servers import ServerProcess, start_server
 
@@ -125,7 +129,7 @@ def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, se
     assert "5" in second.inner_text()
     first_body, second_body = session.chat_bodies()
     assert first_body["sly_data"] == {"units": "none"} and "chat_context" not in first_body
-    assert first_body["chat_filter"] == {"chat_filter_type": "MAXIMAL"}
+    assert first_body["chat_filter"] == {"chat_filter_type": "MAXIMAL"} and first_body["stream_tokens"] is True
     history = second_body["chat_context"]["chat_histories"][0]["messages"]
     assert [m["text"] for m in history if m["type"] == "HUMAN"] == ["6 * 7"]
     assert page.locator(".message.user").all_inner_texts() == ["6 * 7", "2 + 3"]
@@ -356,3 +360,55 @@ def test_a_server_with_api_keys_asks_for_one_then_works(browser: Any, secured: S
     assert page.locator("#error").is_hidden()
     session.assert_same_origin_only()
     session.close("api_key.png")
+
+
+GROWING = " ".join(f"Word{number:02d}" for number in range(1, 25)) + " — the end."
+
+
+@pytest.fixture(scope="module")
+def slow_writer() -> Iterator[tuple[StreamFake, ServerProcess]]:
+    """A server whose every LLM call goes to the streaming fake, writing a word each 0.1 s."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    fake = StreamFake(pace=0.1, awkward=False)
+    asyncio.run_coroutine_threadsafe(fake.__aenter__(), loop).result(10)
+    try:
+        env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config("openai", max_attempts=1))}
+        with start_server(env=env, http=True) as running:
+            yield fake, running
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.__aexit__(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+
+
+def test_the_answer_grows_on_screen_before_it_is_complete(
+    browser: Any, slow_writer: tuple[StreamFake, ServerProcess]
+) -> None:
+    fake, server = slow_writer
+    fake.enqueue(Script(text=GROWING))
+    session = Page(browser, server.http_base)
+    page = session.page
+    page.goto(server.http_base + "/#echo")
+    page.locator("svg.graph g.node[data-name='echoer']").wait_for()
+    page.fill("#user-input", "write slowly")
+    page.click("#send")
+    # Part of the answer is on screen while the turn is still pending: it grows.
+    page.wait_for_function(
+        """(full) => {
+          const box = document.querySelector('.message.agent.pending .growing');
+          const text = box ? box.textContent : '';
+          return text.startsWith('Word01 ') && text.length < full.length;
+        }""",
+        arg=GROWING,
+    )
+    partial = page.locator(".message.agent.pending .growing").inner_text()
+    assert GROWING.startswith(partial.strip()) and len(partial) < len(GROWING)
+    assert fake.replies_finished == 0  # the model was still writing
+    page.screenshot(path=str(ARTIFACTS / "answer_growing.png"), full_page=True)
+    page.wait_for_function("() => !document.querySelector('.message.agent.pending')")
+    assert page.locator(".message.agent").inner_text().strip() == GROWING
+    assert page.locator("#timeline .step.delta").count() >= 1  # the echoer's writing, live in the timeline
+    assert not session.errors
+    session.close("answer_grown.png")

@@ -179,7 +179,9 @@ async function send(textOverride) {
   if (!text || !state.agent || state.streaming) return;
   const sly = parseSlyData();
   if (!sly.ok) return;
-  const body = { user_message: { text }, chat_filter: { chat_filter_type: 'MAXIMAL' } };
+  // stream_tokens: the answer (and each agent's reply) arrives as TOKEN_DELTA lines while
+  // the models write it; the complete messages follow as without it.
+  const body = { user_message: { text }, chat_filter: { chat_filter_type: 'MAXIMAL' }, stream_tokens: true };
   if (state.chatContext) body.chat_context = state.chatContext;
   if (sly.value !== undefined) body.sly_data = sly.value;
   const agent = state.agent;
@@ -193,10 +195,22 @@ async function send(textOverride) {
   clearError();
   setBusy(true);
   let final = null;
+  let growing = '';
   try {
     await streamChat(agent, body, (line) => {
       const message = line.response;
       if (!message) return;
+      if (message.type === 'TOKEN_DELTA') {
+        // The front man's answer grows in its box as plain text (markdown once complete);
+        // every agent's writing and thinking grows in the timeline. Deltas are not kept
+        // in the turn: the complete messages that follow are.
+        if ((message.origin || []).length === 1 && message.delta_kind !== 'REASONING') {
+          growing += message.text || '';
+          answerBox.replaceChildren(el('p', { class: 'growing' }, growing));
+        }
+        timeline.addDelta(message);
+        return;
+      }
       turn.messages.push(message);
       timeline.add(message);
       const working = workingNode(message);

@@ -32,6 +32,7 @@ export function classify(message) {
     case 'AGENT_TOOL_RESULT': return ['tool result', 'tool-result'];
     case 'AGENT_PROGRESS': return ['progress', 'progress'];
     case 'AGENT_FRAMEWORK': return ['final answer', 'framework'];
+    case 'TOKEN_DELTA': return message.reasoning ? ['thinking…', 'delta reasoning'] : ['writing…', 'delta'];
     default: break;
   }
   if (structure && structure.invoking_start) return ['tool call', 'tool-call'];
@@ -61,6 +62,7 @@ export class Timeline {
     this.group = null;
     this.groupOrigin = null;
     this.count = 0;
+    this.live = null;
   }
 
   clear() {
@@ -78,6 +80,7 @@ export class Timeline {
   }
 
   add(message) {
+    this.live = null;
     const label = originLabel(message.origin);
     if (label !== this.groupOrigin || !this.group) {
       const depth = Math.min(originPath(message.origin).length, 6);
@@ -89,11 +92,26 @@ export class Timeline {
     const [kind, className] = classify(message);
     const entry = el('div', { class: `step ${className}`, 'data-type': message.type || '' },
       el('span', { class: 'step-kind' }, kind),
-      message.text ? el('span', { class: 'step-text' }, message.text) : null,
+      message.text || message.type === 'TOKEN_DELTA' ? el('span', { class: 'step-text' }, message.text) : null,
       details(message.structure));
     this.group.append(entry);
     this.count += 1;
     entry.scrollIntoView({ block: 'nearest' });
+  }
+
+  // A piece of an agent's reply (or reasoning) as it is written: appended to that agent's
+  // live entry, which a complete message (or another kind of delta) closes.
+  addDelta(message) {
+    const reasoning = message.delta_kind === 'REASONING';
+    const label = originLabel(message.origin);
+    const live = this.live;
+    if (live && live.label === label && live.reasoning === reasoning && this.groupOrigin === label) {
+      live.text.textContent += message.text || '';
+      return;
+    }
+    this.add({ type: 'TOKEN_DELTA', origin: message.origin, text: message.text || '', reasoning });
+    const entry = this.group.lastElementChild;
+    this.live = { label, reasoning, text: entry.querySelector('.step-text') };
   }
 
   error(message) {

@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from neuro_san.api.grpc import chat_pb2 as neuro__san_dot_api_dot_grpc_dot_chat__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eneuro_san/api/grpc/agent.proto\x12)dev.cognizant_ai.neuro_san.api.grpc.agent\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dneuro_san/api/grpc/chat.proto\"\x11\n\x0f\x46unctionRequest\"\xe0\x01\n\x08\x46unction\x12\x13\n\x0b\x64\x65scription\x18\x01 \x01(\t\x12+\n\nparameters\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x41\n\x0fsly_data_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x0fsly_data_schema\x12O\n\x16sly_data_output_schema\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x16sly_data_output_schema\"Y\n\x10\x46unctionResponse\x12\x45\n\x08\x66unction\x18\x01 \x01(\x0b\x32\x33.dev.cognizant_ai.neuro_san.api.grpc.agent.Function\"s\n\nChatFilter\x12\x65\n\x10\x63hat_filter_type\x18\x01 \x01(\x0e\x32\x39.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatFilterTypeR\x10\x63hat_filter_type\"\xf5\x02\n\x0b\x43hatRequest\x12\x33\n\x08sly_data\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x08sly_data\x12Y\n\x0cuser_message\x18\x04 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessageR\x0cuser_message\x12Y\n\x0c\x63hat_context\x18\x05 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatContextR\x0c\x63hat_context\x12W\n\x0b\x63hat_filter\x18\x06 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatFilterR\x0b\x63hat_filterJ\x04\x08\x01\x10\x02J\x04\x08\x02\x10\x03R\nsession_idR\nuser_input\"\xc0\x01\n\x0c\x43hatResponse\x12G\n\x07request\x18\x01 \x01(\x0b\x32\x36.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatRequest\x12G\n\x08response\x18\x04 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessageJ\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04R\nsession_idR\x06status\"\x15\n\x13\x43onnectivityRequest\"|\n\x10\x43onnectivityInfo\x12\x0e\n\x06origin\x18\x01 \x01(\t\x12\r\n\x05tools\x18\x02 \x03(\t\x12\x1e\n\ndisplay_as\x18\x03 \x01(\tR\ndisplay_as\x12)\n\x08metadata\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xac\x01\n\x14\x43onnectivityResponse\x12i\n\x11\x63onnectivity_info\x18\x01 \x03(\x0b\x32;.dev.cognizant_ai.neuro_san.api.grpc.agent.ConnectivityInfoR\x11\x63onnectivity_info\x12)\n\x08metadata\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct*7\n\x0e\x43hatFilterType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07MINIMAL\x10\x01\x12\x0b\n\x07MAXIMAL\x10\x02\x32\xad\x04\n\x0c\x41gentService\x12\xaa\x01\n\x08\x46unction\x12:.dev.cognizant_ai.neuro_san.api.grpc.agent.FunctionRequest\x1a;.dev.cognizant_ai.neuro_san.api.grpc.agent.FunctionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/{agent_name}/function\x12\xb2\x01\n\rStreamingChat\x12\x36.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatRequest\x1a\x37.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatResponse\".\x82\xd3\xe4\x93\x02(\"#/api/v1/{agent_name}/streaming_chat:\x01*0\x01\x12\xba\x01\n\x0c\x43onnectivity\x12>.dev.cognizant_ai.neuro_san.api.grpc.agent.ConnectivityRequest\x1a?.dev.cognizant_ai.neuro_san.api.grpc.agent.ConnectivityResponse\")\x82\xd3\xe4\x93\x02#\x12!/api/v1/{agent_name}/connectivityBgZegithub.com/cognizant-ai-lab/neuro_san/internal/gen/dev.cognizant_ai/neuro_san/api/grpc/agent/v1;agentb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eneuro_san/api/grpc/agent.proto\x12)dev.cognizant_ai.neuro_san.api.grpc.agent\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dneuro_san/api/grpc/chat.proto\"\x11\n\x0f\x46unctionRequest\"\xe0\x01\n\x08\x46unction\x12\x13\n\x0b\x64\x65scription\x18\x01 \x01(\t\x12+\n\nparameters\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x41\n\x0fsly_data_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x0fsly_data_schema\x12O\n\x16sly_data_output_schema\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x16sly_data_output_schema\"Y\n\x10\x46unctionResponse\x12\x45\n\x08\x66unction\x18\x01 \x01(\x0b\x32\x33.dev.cognizant_ai.neuro_san.api.grpc.agent.Function\"s\n\nChatFilter\x12\x65\n\x10\x63hat_filter_type\x18\x01 \x01(\x0e\x32\x39.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatFilterTypeR\x10\x63hat_filter_type\"\xb2\x03\n\x0b\x43hatRequest\x12\x33\n\x08sly_data\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x08sly_data\x12Y\n\x0cuser_message\x18\x04 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessageR\x0cuser_message\x12Y\n\x0c\x63hat_context\x18\x05 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatContextR\x0c\x63hat_context\x12W\n\x0b\x63hat_filter\x18\x06 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatFilterR\x0b\x63hat_filter\x12)\n\rstream_tokens\x18\x07 \x01(\x08H\x00R\rstream_tokens\x88\x01\x01\x42\x10\n\x0e_stream_tokensJ\x04\x08\x01\x10\x02J\x04\x08\x02\x10\x03R\nsession_idR\nuser_input\"\xc0\x01\n\x0c\x43hatResponse\x12G\n\x07request\x18\x01 \x01(\x0b\x32\x36.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatRequest\x12G\n\x08response\x18\x04 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessageJ\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04R\nsession_idR\x06status\"\x15\n\x13\x43onnectivityRequest\"|\n\x10\x43onnectivityInfo\x12\x0e\n\x06origin\x18\x01 \x01(\t\x12\r\n\x05tools\x18\x02 \x03(\t\x12\x1e\n\ndisplay_as\x18\x03 \x01(\tR\ndisplay_as\x12)\n\x08metadata\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xac\x01\n\x14\x43onnectivityResponse\x12i\n\x11\x63onnectivity_info\x18\x01 \x03(\x0b\x32;.dev.cognizant_ai.neuro_san.api.grpc.agent.ConnectivityInfoR\x11\x63onnectivity_info\x12)\n\x08metadata\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct*7\n\x0e\x43hatFilterType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\x0b\n\x07MINIMAL\x10\x01\x12\x0b\n\x07MAXIMAL\x10\x02\x32\xad\x04\n\x0c\x41gentService\x12\xaa\x01\n\x08\x46unction\x12:.dev.cognizant_ai.neuro_san.api.grpc.agent.FunctionRequest\x1a;.dev.cognizant_ai.neuro_san.api.grpc.agent.FunctionResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/{agent_name}/function\x12\xb2\x01\n\rStreamingChat\x12\x36.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatRequest\x1a\x37.dev.cognizant_ai.neuro_san.api.grpc.agent.ChatResponse\".\x82\xd3\xe4\x93\x02(\"#/api/v1/{agent_name}/streaming_chat:\x01*0\x01\x12\xba\x01\n\x0c\x43onnectivity\x12>.dev.cognizant_ai.neuro_san.api.grpc.agent.ConnectivityRequest\x1a?.dev.cognizant_ai.neuro_san.api.grpc.agent.ConnectivityResponse\")\x82\xd3\xe4\x93\x02#\x12!/api/v1/{agent_name}/connectivityBgZegithub.com/cognizant-ai-lab/neuro_san/internal/gen/dev.cognizant_ai/neuro_san/api/grpc/agent/v1;agentb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,8 +41,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_AGENTSERVICE'].methods_by_name['StreamingChat']._serialized_options = b'\202\323\344\223\002(\"#/api/v1/{agent_name}/streaming_chat:\001*'
   _globals['_AGENTSERVICE'].methods_by_name['Connectivity']._loaded_options = None
   _globals['_AGENTSERVICE'].methods_by_name['Connectivity']._serialized_options = b'\202\323\344\223\002#\022!/api/v1/{agent_name}/connectivity'
-  _globals['_CHATFILTERTYPE']._serialized_start=1517
-  _globals['_CHATFILTERTYPE']._serialized_end=1572
+  _globals['_CHATFILTERTYPE']._serialized_start=1578
+  _globals['_CHATFILTERTYPE']._serialized_end=1633
   _globals['_FUNCTIONREQUEST']._serialized_start=168
   _globals['_FUNCTIONREQUEST']._serialized_end=185
   _globals['_FUNCTION']._serialized_start=188
@@ -52,15 +52,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHATFILTER']._serialized_start=505
   _globals['_CHATFILTER']._serialized_end=620
   _globals['_CHATREQUEST']._serialized_start=623
-  _globals['_CHATREQUEST']._serialized_end=996
-  _globals['_CHATRESPONSE']._serialized_start=999
-  _globals['_CHATRESPONSE']._serialized_end=1191
-  _globals['_CONNECTIVITYREQUEST']._serialized_start=1193
-  _globals['_CONNECTIVITYREQUEST']._serialized_end=1214
-  _globals['_CONNECTIVITYINFO']._serialized_start=1216
-  _globals['_CONNECTIVITYINFO']._serialized_end=1340
-  _globals['_CONNECTIVITYRESPONSE']._serialized_start=1343
-  _globals['_CONNECTIVITYRESPONSE']._serialized_end=1515
-  _globals['_AGENTSERVICE']._serialized_start=1575
-  _globals['_AGENTSERVICE']._serialized_end=2132
+  _globals['_CHATREQUEST']._serialized_end=1057
+  _globals['_CHATRESPONSE']._serialized_start=1060
+  _globals['_CHATRESPONSE']._serialized_end=1252
+  _globals['_CONNECTIVITYREQUEST']._serialized_start=1254
+  _globals['_CONNECTIVITYREQUEST']._serialized_end=1275
+  _globals['_CONNECTIVITYINFO']._serialized_start=1277
+  _globals['_CONNECTIVITYINFO']._serialized_end=1401
+  _globals['_CONNECTIVITYRESPONSE']._serialized_start=1404
+  _globals['_CONNECTIVITYRESPONSE']._serialized_end=1576
+  _globals['_AGENTSERVICE']._serialized_start=1636
+  _globals['_AGENTSERVICE']._serialized_end=2193
 # @@protoc_insertion_point(module_scope)

@@ -48,16 +48,18 @@ class ChatFilter(_message.Message):
     def __init__(self, chat_filter_type: _Optional[_Union[ChatFilterType, str]] = ...) -> None: ...
 
 class ChatRequest(_message.Message):
-    __slots__ = ("sly_data", "user_message", "chat_context", "chat_filter")
+    __slots__ = ("sly_data", "user_message", "chat_context", "chat_filter", "stream_tokens")
     SLY_DATA_FIELD_NUMBER: _ClassVar[int]
     USER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     CHAT_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     CHAT_FILTER_FIELD_NUMBER: _ClassVar[int]
+    STREAM_TOKENS_FIELD_NUMBER: _ClassVar[int]
     sly_data: _struct_pb2.Struct
     user_message: _chat_pb2.ChatMessage
     chat_context: _chat_pb2.ChatContext
     chat_filter: ChatFilter
-    def __init__(self, sly_data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., user_message: _Optional[_Union[_chat_pb2.ChatMessage, _Mapping]] = ..., chat_context: _Optional[_Union[_chat_pb2.ChatContext, _Mapping]] = ..., chat_filter: _Optional[_Union[ChatFilter, _Mapping]] = ...) -> None: ...
+    stream_tokens: bool
+    def __init__(self, sly_data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., user_message: _Optional[_Union[_chat_pb2.ChatMessage, _Mapping]] = ..., chat_context: _Optional[_Union[_chat_pb2.ChatContext, _Mapping]] = ..., chat_filter: _Optional[_Union[ChatFilter, _Mapping]] = ..., stream_tokens: _Optional[bool] = ...) -> None: ...
 
 class ChatResponse(_message.Message):
     __slots__ = ("request", "response")

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from neuro_san.api.grpc import mime_data_pb2 as neuro__san_dot_api_dot_grpc_dot_mime__data__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dneuro_san/api/grpc/chat.proto\x12(dev.cognizant_ai.neuro_san.api.grpc.chat\x1a\x1cgoogle/protobuf/struct.proto\x1a\"neuro_san/api/grpc/mime_data.proto\"H\n\x06Origin\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x30\n\x13instantiation_index\x18\x02 \x01(\x05R\x13instantiation_index\"\xd1\x05\n\x0b\x43hatMessage\x12S\n\x04type\x18\x01 \x01(\x0e\x32\x45.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessage.ChatMessageType\x12\x0c\n\x04text\x18\x02 \x01(\t\x12U\n\tmime_data\x18\x03 \x03(\x0b\x32\x37.dev.cognizant_ai.neuro_san.api.grpc.mime_data.MimeDataR\tmime_data\x12@\n\x06origin\x18\x04 \x03(\x0b\x32\x30.dev.cognizant_ai.neuro_san.api.grpc.chat.Origin\x12*\n\tstructure\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12Y\n\x0c\x63hat_context\x18\x06 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatContextR\x0c\x63hat_context\x12`\n\x12tool_result_origin\x18\x07 \x03(\x0b\x32\x30.dev.cognizant_ai.neuro_san.api.grpc.chat.OriginR\x12tool_result_origin\x12\x33\n\x08sly_data\x18\x08 \x01(\x0b\x32\x17.google.protobuf.StructR\x08sly_data\"\xa7\x01\n\x0f\x43hatMessageType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\n\n\x06SYSTEM\x10\x01\x12\t\n\x05HUMAN\x10\x02\x12\x06\n\x02\x41I\x10\x04\x12\t\n\x05\x41GENT\x10\x64\x12\x13\n\x0f\x41GENT_FRAMEWORK\x10\x65\x12\x15\n\x11\x41GENT_TOOL_RESULT\x10g\x12\x12\n\x0e\x41GENT_PROGRESS\x10h\"\x04\x08\x03\x10\x03\"\x04\x08\x66\x10\x66*\x04TOOL*\x0bLEGACY_LOGS\"\x98\x01\n\x0b\x43hatHistory\x12@\n\x06origin\x18\x01 \x03(\x0b\x32\x30.dev.cognizant_ai.neuro_san.api.grpc.chat.Origin\x12G\n\x08messages\x18\x02 \x03(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessage\"l\n\x0b\x43hatContext\x12]\n\x0e\x63hat_histories\x18\x01 \x03(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatHistoryR\x0e\x63hat_historiesBeZcgithub.com/cognizant-ai-lab/neuro_san/internal/gen/dev.cognizant_ai/neuro_san/api/grpc/chat/v1;chatb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dneuro_san/api/grpc/chat.proto\x12(dev.cognizant_ai.neuro_san.api.grpc.chat\x1a\x1cgoogle/protobuf/struct.proto\x1a\"neuro_san/api/grpc/mime_data.proto\"H\n\x06Origin\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x30\n\x13instantiation_index\x18\x02 \x01(\x05R\x13instantiation_index\"\xeb\x06\n\x0b\x43hatMessage\x12S\n\x04type\x18\x01 \x01(\x0e\x32\x45.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessage.ChatMessageType\x12\x0c\n\x04text\x18\x02 \x01(\t\x12U\n\tmime_data\x18\x03 \x03(\x0b\x32\x37.dev.cognizant_ai.neuro_san.api.grpc.mime_data.MimeDataR\tmime_data\x12@\n\x06origin\x18\x04 \x03(\x0b\x32\x30.dev.cognizant_ai.neuro_san.api.grpc.chat.Origin\x12*\n\tstructure\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12Y\n\x0c\x63hat_context\x18\x06 \x01(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatContextR\x0c\x63hat_context\x12`\n\x12tool_result_origin\x18\x07 \x03(\x0b\x32\x30.dev.cognizant_ai.neuro_san.api.grpc.chat.OriginR\x12tool_result_origin\x12\x33\n\x08sly_data\x18\x08 \x01(\x0b\x32\x17.google.protobuf.StructR\x08sly_data\x12_\n\ndelta_kind\x18\t \x01(\x0e\x32?.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessage.DeltaKindR\ndelta_kind\"\xb8\x01\n\x0f\x43hatMessageType\x12\x0b\n\x07UNKNOWN\x10\x00\x12\n\n\x06SYSTEM\x10\x01\x12\t\n\x05HUMAN\x10\x02\x12\x06\n\x02\x41I\x10\x04\x12\t\n\x05\x41GENT\x10\x64\x12\x13\n\x0f\x41GENT_FRAMEWORK\x10\x65\x12\x15\n\x11\x41GENT_TOOL_RESULT\x10g\x12\x12\n\x0e\x41GENT_PROGRESS\x10h\x12\x0f\n\x0bTOKEN_DELTA\x10i\"\x04\x08\x03\x10\x03\"\x04\x08\x66\x10\x66*\x04TOOL*\x0bLEGACY_LOGS\"&\n\tDeltaKind\x12\n\n\x06\x41NSWER\x10\x00\x12\r\n\tREASONING\x10\x01\"\x98\x01\n\x0b\x43hatHistory\x12@\n\x06origin\x18\x01 \x03(\x0b\x32\x30.dev.cognizant_ai.neuro_san.api.grpc.chat.Origin\x12G\n\x08messages\x18\x02 \x03(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatMessage\"l\n\x0b\x43hatContext\x12]\n\x0e\x63hat_histories\x18\x01 \x03(\x0b\x32\x35.dev.cognizant_ai.neuro_san.api.grpc.chat.ChatHistoryR\x0e\x63hat_historiesBeZcgithub.com/cognizant-ai-lab/neuro_san/internal/gen/dev.cognizant_ai/neuro_san/api/grpc/chat/v1;chatb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,11 +37,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ORIGIN']._serialized_start=141
   _globals['_ORIGIN']._serialized_end=213
   _globals['_CHATMESSAGE']._serialized_start=216
-  _globals['_CHATMESSAGE']._serialized_end=937
-  _globals['_CHATMESSAGE_CHATMESSAGETYPE']._serialized_start=770
-  _globals['_CHATMESSAGE_CHATMESSAGETYPE']._serialized_end=937
-  _globals['_CHATHISTORY']._serialized_start=940
-  _globals['_CHATHISTORY']._serialized_end=1092
-  _globals['_CHATCONTEXT']._serialized_start=1094
-  _globals['_CHATCONTEXT']._serialized_end=1202
+  _globals['_CHATMESSAGE']._serialized_end=1091
+  _globals['_CHATMESSAGE_CHATMESSAGETYPE']._serialized_start=867
+  _globals['_CHATMESSAGE_CHATMESSAGETYPE']._serialized_end=1051
+  _globals['_CHATMESSAGE_DELTAKIND']._serialized_start=1053
+  _globals['_CHATMESSAGE_DELTAKIND']._serialized_end=1091
+  _globals['_CHATHISTORY']._serialized_start=1094
+  _globals['_CHATHISTORY']._serialized_end=1246
+  _globals['_CHATCONTEXT']._serialized_start=1248
+  _globals['_CHATCONTEXT']._serialized_end=1356
 # @@protoc_insertion_point(module_scope)

@@ -18,7 +18,7 @@ class Origin(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., instantiation_index: _Optional[int] = ...) -> None: ...
 
 class ChatMessage(_message.Message):
-    __slots__ = ("type", "text", "mime_data", "origin", "structure", "chat_context", "tool_result_origin", "sly_data")
+    __slots__ = ("type", "text", "mime_data", "origin", "structure", "chat_context", "tool_result_origin", "sly_data", "delta_kind")
     class ChatMessageType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNKNOWN: _ClassVar[ChatMessage.ChatMessageType]
@@ -29,6 +29,7 @@ class ChatMessage(_message.Message):
         AGENT_FRAMEWORK: _ClassVar[ChatMessage.ChatMessageType]
         AGENT_TOOL_RESULT: _ClassVar[ChatMessage.ChatMessageType]
         AGENT_PROGRESS: _ClassVar[ChatMessage.ChatMessageType]
+        TOKEN_DELTA: _ClassVar[ChatMessage.ChatMessageType]
     UNKNOWN: ChatMessage.ChatMessageType
     SYSTEM: ChatMessage.ChatMessageType
     HUMAN: ChatMessage.ChatMessageType
@@ -37,6 +38,13 @@ class ChatMessage(_message.Message):
     AGENT_FRAMEWORK: ChatMessage.ChatMessageType
     AGENT_TOOL_RESULT: ChatMessage.ChatMessageType
     AGENT_PROGRESS: ChatMessage.ChatMessageType
+    TOKEN_DELTA: ChatMessage.ChatMessageType
+    class DeltaKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        ANSWER: _ClassVar[ChatMessage.DeltaKind]
+        REASONING: _ClassVar[ChatMessage.DeltaKind]
+    ANSWER: ChatMessage.DeltaKind
+    REASONING: ChatMessage.DeltaKind
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     MIME_DATA_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +53,7 @@ class ChatMessage(_message.Message):
     CHAT_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     TOOL_RESULT_ORIGIN_FIELD_NUMBER: _ClassVar[int]
     SLY_DATA_FIELD_NUMBER: _ClassVar[int]
+    DELTA_KIND_FIELD_NUMBER: _ClassVar[int]
     type: ChatMessage.ChatMessageType
     text: str
     mime_data: _containers.RepeatedCompositeFieldContainer[_mime_data_pb2.MimeData]
@@ -53,7 +62,8 @@ class ChatMessage(_message.Message):
     chat_context: ChatContext
     tool_result_origin: _containers.RepeatedCompositeFieldContainer[Origin]
     sly_data: _struct_pb2.Struct
-    def __init__(self, type: _Optional[_Union[ChatMessage.ChatMessageType, str]] = ..., text: _Optional[str] = ..., mime_data: _Optional[_Iterable[_Union[_mime_data_pb2.MimeData, _Mapping]]] = ..., origin: _Optional[_Iterable[_Union[Origin, _Mapping]]] = ..., structure: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., chat_context: _Optional[_Union[ChatContext, _Mapping]] = ..., tool_result_origin: _Optional[_Iterable[_Union[Origin, _Mapping]]] = ..., sly_data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    delta_kind: ChatMessage.DeltaKind
+    def __init__(self, type: _Optional[_Union[ChatMessage.ChatMessageType, str]] = ..., text: _Optional[str] = ..., mime_data: _Optional[_Iterable[_Union[_mime_data_pb2.MimeData, _Mapping]]] = ..., origin: _Optional[_Iterable[_Union[Origin, _Mapping]]] = ..., structure: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., chat_context: _Optional[_Union[ChatContext, _Mapping]] = ..., tool_result_origin: _Optional[_Iterable[_Union[Origin, _Mapping]]] = ..., sly_data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., delta_kind: _Optional[_Union[ChatMessage.DeltaKind, str]] = ...) -> None: ...
 
 class ChatHistory(_message.Message):
     __slots__ = ("origin", "messages")

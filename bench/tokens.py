@@ -1,0 +1,47 @@
+"""S9: token streaming (issue 26). The fake LLM streams a ``words``-word answer, one word
+each ``pace_ms``; chats ask for ``stream_tokens``. Reported, never asserted: the time to the
+first delta (p50/p90, with the pace as its floor), the server's CPU per streamed token
+(its CPU over the window divided by the deltas the clients received), the same load's CPU
+per chat without ``stream_tokens`` for comparison, and S5's burst with ``stream_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench import procs
+from bench.run import Settings, closed_spec, repeat
+
+WORDS = 50
+PACE_MS = 20.0
+
+
+def run_s9(s: Settings, fast: bool) -> dict[str, Any]:
+    stream = ("--stream-words", str(WORDS), "--stream-pace-ms", str(PACE_MS))
+    fake, fake_port = procs.start_fake(0.0, fast, *stream)
+    result: dict[str, Any] = {"words": WORDS, "pace_ms": PACE_MS}
+    try:
+        server = procs.start_server(fake_port, fast)
+        pid = server.proc.pid
+        try:
+            for transport, target in (("http", server.http_base), ("grpc", server.grpc_target)):
+                spec = closed_spec(transport, target, "echo", s.clients, s.load_seconds, s, fast)
+                spec["stream_tokens"] = True
+                measured = repeat(s.runs, lambda: procs.run_load(spec, pid, fake_pid=fake.pid))  # noqa: B023
+                deltas = measured["deltas"]
+                measured["cpu_us_per_token"] = measured["server_cpu_s"] * 1e6 / deltas if deltas else 0.0
+                result[transport] = measured
+            # The same chats without stream_tokens: the answer comes whole (no pace).
+            plain = closed_spec("http", server.http_base, "echo", s.clients, s.load_seconds, s, fast)
+            result["http_whole"] = repeat(s.runs, lambda: procs.run_load(plain, pid, fake_pid=fake.pid))
+            burst = {
+                **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
+                "mode": "burst", "count": s.s5_chats, "warmup": 1, "stream_tokens": True,
+            }  # fmt: skip
+            result["burst"] = repeat(s.runs, lambda: procs.run_load(burst, pid, 600, fake.pid))
+            result["burst"]["chats"] = s.s5_chats
+        finally:
+            server.proc.stop()
+    finally:
+        fake.stop()
+    return result
