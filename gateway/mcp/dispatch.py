@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from gateway.host.errors import rpc_failure
 from gateway.mcp.calls import ProgressSink, ToolCaller, refusal
+from gateway.mcp.modern import discover_result
 from gateway.mcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -52,6 +53,8 @@ class Call:
     metadata: Sequence[tuple[str, Any]]
     #: Set when the client asked for progress and the response can carry notifications.
     progress: ProgressSink | None = None
+    #: A 2026-07-28 request (already checked by :func:`gateway.mcp.modern.admit`).
+    modern: bool = False
 
 
 class Dispatcher:
@@ -65,6 +68,14 @@ class Dispatcher:
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
         }
+        #: Methods of the sessionless revision only (its version gate drops initialize and ping).
+        self._modern_methods: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = {
+            "server/discover": self._discover,
+        }
+
+    def server_info(self) -> dict[str, Any]:
+        """This server's ``Implementation`` on the wire (stamped on modern results)."""
+        return wire(mcp_types.Implementation(name=SERVER_NAME, title=SERVER_TITLE, version=self._version))
 
     def knows(self, method: str) -> bool:
         return method in self._methods or method in _EMPTY_LISTS
@@ -74,6 +85,8 @@ class Dispatcher:
         if call.method in _EMPTY_LISTS:
             return {_EMPTY_LISTS[call.method]: []}
         handler = self._methods.get(call.method)
+        if call.modern:
+            handler = self._modern_methods.get(call.method, handler)
         if handler is None:
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
         try:
@@ -104,6 +117,12 @@ class Dispatcher:
             instructions=INSTRUCTIONS,
         )
         return wire(result)
+
+    async def _discover(self, call: Call) -> dict[str, Any]:
+        # As initialize: ask the service once, so that a caller without valid credentials
+        # learns it now (401, and the OAuth metadata to get some).
+        await self._catalog.tools(call.metadata)
+        return discover_result(INSTRUCTIONS)
 
     async def _ping(self, call: Call) -> dict[str, Any]:
         return {}

@@ -64,11 +64,14 @@ def mcp_server(folder: Path, env: dict[str, str] | None = None, keys: bool = Tru
 
 
 @asynccontextmanager
-async def mcp_client(server: ServerProcess, key: str | None = USER_KEY, **headers: str) -> AsyncIterator[Client]:
-    """The SDK's Client over Streamable HTTP, sending ``Authorization: Bearer key``."""
+async def mcp_client(
+    server: ServerProcess, key: str | None = USER_KEY, mode: str = "auto", **headers: str
+) -> AsyncIterator[Client]:
+    """The SDK's Client over Streamable HTTP, sending ``Authorization: Bearer key``; ``mode``
+    is the SDK's: ``auto`` (discover, else the handshake), ``legacy``, or a modern revision."""
     sent = {**headers}
     if key is not None:
         sent["Authorization"] = f"Bearer {key}"
     async with httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(30, read=60)) as http:
-        async with Client(streamable_http_client(f"{server.http_base}/mcp", http_client=http)) as client:
+        async with Client(streamable_http_client(f"{server.http_base}/mcp", http_client=http), mode=mode) as client:
             yield client
