@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.host.tls import TlsConfigError
+from neuro_san.core.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(_serve(args))
     except KeyboardInterrupt:
         pass
-    # Bad TLS files, port taken, a bad AGENT_PLAYGROUND: say so, no traceback.
-    except (TlsConfigError, ssl.SSLError, OSError, ValueError) as error:
+    # Bad TLS files, port taken, a bad AGENT_PLAYGROUND or AGENT_OAUTH_*: say so, no traceback.
+    except (TlsConfigError, ssl.SSLError, OSError, ValueError, ConfigurationError) as error:
         log.error("gateway cannot start: %s", error)
         return 2
     return 0
@@ -151,6 +152,7 @@ async def _serve(args: argparse.Namespace) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
     from gateway.a2a import a2a_frontends
+    from gateway.host.bearer import oauth_frontends
     from gateway.host.server import start_gateway  # aiohttp and grpc load only when the gateway runs
     from gateway.mcp import mcp_frontends
     from gateway.playground import make_frontend, playground_enabled
@@ -158,6 +160,7 @@ async def _serve(args: argparse.Namespace) -> None:
     frontends = [
         *mcp_frontends(),
         *a2a_frontends(),
+        *oauth_frontends(),  # refuses AGENT_OAUTH_* settings that cannot work
         make_frontend(playground_enabled(getattr(args, "no_playground", False))),
     ]
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=frontends)

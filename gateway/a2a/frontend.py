@@ -35,6 +35,7 @@ from gateway.a2a.cards import card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.host.bearer import challenge
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.transcoder.forward import json_response
@@ -160,7 +161,8 @@ class A2AFrontEnd:
         except grpc.aio.AioRpcError as error:
             failure = rpc_failure(error)
             code = failure.jsonrpc_code if failure.is_refusal else -32600
-            return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(), failure.headers())
+            return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
+                                  failure.headers() + challenge(failure))
         try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
             body = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError) as error:

@@ -12,19 +12,21 @@ import grpc
 import mcp_types
 from pydantic import ValidationError
 
+from gateway.host.bearer import challenge
 from gateway.host.errors import rpc_failure
-from gateway.mcp.calls import ProgressSink, ToolCaller, refusal
+from gateway.mcp.calls import ProgressSink, ToolCaller, refusal, unauthenticated
 from gateway.mcp.modern import discover_result
 from gateway.mcp.protocol import (
+    FORBIDDEN,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     SERVER_BUSY,
-    UNAUTHENTICATED,
     JsonRpcError,
     negotiate,
     wire,
 )
+from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
 
 log = logging.getLogger(__name__)
@@ -137,15 +139,21 @@ class Dispatcher:
         arguments = call.params.get("arguments")
         tool = await self._catalog.resolve(name, call.metadata)
         if tool is None:
+            # Not listed for this caller: a network it may not call answers 403 with the
+            # scope to ask for (OAuth), anything else is an unknown tool.
+            await self._catalog.check_callable(name, call.metadata)
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
         return await self._caller.call(tool, {} if arguments is None else arguments, call.metadata, call.progress)
 
 
 def _protocol_error(error: grpc.aio.AioRpcError) -> JsonRpcError:
     code, details = error.code(), error.details() or ""
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {details}", http_status=401)
     failure = rpc_failure(error)
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return unauthenticated(failure)
+    if code == grpc.StatusCode.PERMISSION_DENIED:  # a token for no network here: which scope to ask for
+        return JsonRpcError(FORBIDDEN, f"Forbidden: {details}", http_status=403,
+                            headers=challenge(failure, MCP_PATH))
     if failure.is_refusal:  # caller limits (429) or a busy / draining server (503), as REST says
         return refusal(failure)
     if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):

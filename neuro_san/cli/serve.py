@@ -181,6 +181,7 @@ async def _serve(args: argparse.Namespace) -> int:
     if not args.no_http:
         from gateway import GatewayConfig, start_gateway
         from gateway.a2a import a2a_frontends
+        from gateway.host.bearer import oauth_frontends
         from gateway.invokers.inprocess import InProcessInvoker
         from gateway.mcp import mcp_frontends
 
@@ -214,7 +215,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
-                frontends=[*mcp_frontends(), *a2a_frontends(), make_frontend(playground)],
+                frontends=[*mcp_frontends(), *a2a_frontends(), *oauth_frontends(), make_frontend(playground)],
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

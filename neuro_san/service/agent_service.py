@@ -167,11 +167,14 @@ class AgentRouter(grpc.GenericRpcHandler):
     def _connectivity(self, agent: str, _request: agent_pb2.ConnectivityRequest) -> agent_pb2.ConnectivityResponse:
         return convert.connectivity_to_proto(*self._host.connectivity(agent))
 
-    def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None) -> str:
-        """The agent the call names, once the caller is allowed to call it."""
+    async def _agent_name(
+        self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None
+    ) -> str:
+        """The agent the call names, once the caller (API key or OAuth access token) is
+        allowed to call it."""
         name = fixed if fixed is not None else self._named_in_metadata(context)
         if self._access.enabled:
-            principal = self._access.authenticate(credentials_from_metadata(context.invocation_metadata() or ()))
+            principal = await self._access.identify(credentials_from_metadata(context.invocation_metadata() or ()))
             self._access.check(principal, name, self._host.is_public(name))
             if call is not None:
                 call.principal = principal
@@ -240,7 +243,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed(method, agent, context) as call:
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    call.bind(self._agent_name(agent, context))
+                    call.bind(await self._agent_name(agent, context))
                     return produce(call.agent, request)
             except Exception as error:
                 await abort_with(context, error)
@@ -257,7 +260,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    name = call.bind(self._agent_name(agent, context, call))
+                    name = call.bind(await self._agent_name(agent, context, call))
                     caller, limits = caller_of(call.principal, context.peer(), context.invocation_metadata() or ())
                     async with self._gate.chat(caller, limits) as on_usage:
                         chat_request = convert.request_from_proto(request, self._metadata(context))

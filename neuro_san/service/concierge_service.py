@@ -25,7 +25,7 @@ class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):
             if not self._access.enabled:
                 visible = self._host.list_agents()
             else:
-                principal = self._access.authenticate(credentials_from_metadata(metadata))
+                principal = await self._access.identify(credentials_from_metadata(metadata))
                 everything = self._host.list_agents(include_private=True)
                 visible = [a for a in everything if principal.may_call(a.agent_name, a.public)]
             if wants_mcp_listing(metadata):
