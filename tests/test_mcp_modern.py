@@ -211,6 +211,17 @@ def test_notifications_are_acknowledged_and_get_delete_are_405(served: ServerPro
         assert status == 405 and headers["allow"] == "POST", verb
 
 
+def test_without_an_issuer_no_oauth_metadata_is_published(served: ServerProcess) -> None:
+    # Hosts start an OAuth flow whenever the document exists: with API keys only, it must not.
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+        connection = http.client.HTTPConnection("127.0.0.1", served.http_port, timeout=30)
+        connection.request("GET", path)
+        assert connection.getresponse().status == 404, path
+        connection.close()
+    status, headers, _ = send(served, request("tools/list"), headers_for(request("tools/list"), key=None))
+    assert status == 401 and headers["www-authenticate"] == "Bearer"
+
+
 def test_an_unknown_version_header_names_both_eras(served: ServerProcess) -> None:
     body = request("tools/list", meta={**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"})
     status, _, raw = send(served, body, headers_for(body, **{"MCP-Protocol-Version": "2099-01-01"}))

@@ -53,13 +53,15 @@ def write_registry(folder: Path) -> Path:
 
 
 @contextmanager
-def mcp_server(folder: Path, env: dict[str, str] | None = None, keys: bool = True) -> Iterator[ServerProcess]:
+def mcp_server(
+    folder: Path, env: dict[str, str] | None = None, keys: bool = True, http_port: int | None = None
+) -> Iterator[ServerProcess]:
     """``neuro-san serve`` over that registry, HTTP on, with the API keys unless ``keys`` is False."""
     manifest = write_registry(folder)
     full_env = {"AGENT_TOOL_PATH": str(ROOT / "neuro_san" / "coded_tools"), **(env or {})}
     if keys:
         full_env["AGENT_API_KEYS_FILE"] = str(folder / "keys.yaml")
-    with start_server(manifest=manifest, env=full_env, http=True) as server:
+    with start_server(manifest=manifest, env=full_env, http=True, http_port=http_port) as server:
         yield server
 
 
