@@ -34,12 +34,12 @@ from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
+from gateway.a2a.routes import A2A_ROUTES
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from gateway.host.bearer import challenge
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
-from gateway.transcoder.forward import json_response
-from gateway.transcoder.marshal import dumps
+from gateway.host.responses import dumps, json_response
 
 #: Seconds a card lookup (Function / List) may take.
 _LOOKUP_TIMEOUT = 10.0
@@ -103,15 +103,14 @@ class A2AFrontEnd:
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
     def routes(self) -> Iterable[FrontEndRoute]:
-        return [
-            FrontEndRoute("GET", "/.well-known/agent-card.json", "a2a_server_card", self.server_card),
-            FrontEndRoute("GET", "/a2a/{agent}/.well-known/agent-card.json", "a2a_agent_card", self.agent_card),
-            FrontEndRoute("GET", "/a2a/{agent}/.well-known/agent.json", "a2a_agent_card_v03", self.agent_card),
-            FrontEndRoute("POST", "/a2a/{agent}", "a2a_jsonrpc", self.jsonrpc),
-        ]
+        handlers = {"a2a_server_card": self.server_card, "a2a_agent_card": self.agent_card,
+                     "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc}
+        return [FrontEndRoute(s.http_method, s.template, s.name, handlers[s.name], refusal=s.refusal,
+                              takes_body=s.takes_body, drains=s.drains) for s in A2A_ROUTES]
 
     def _metadata(self, request: web.Request) -> list[tuple[str, Any]]:
-        return self.context.metadata(request)
+        # A private network is not there over A2A unless the caller's key names it.
+        return self.context.metadata(request, private_named_only=True)
 
     async def _description(self, request: web.Request, agent: str) -> str:
         """The network's description; raises AioRpcError (unknown network, no key…)."""
@@ -131,7 +130,7 @@ class A2AFrontEnd:
             pass  # tags are a nicety; the Function call said the network is there
         return description, tags
 
-    async def agent_card(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def agent_card(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         agent = captures["agent"]
         try:
             description, tags = await self._describe(request, agent)
@@ -141,7 +140,9 @@ class A2AFrontEnd:
         card = network_card(_base_url(request), agent, description, tags, self._secured)
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
-    async def server_card(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def server_card(self, request: web.Request, _captures: dict[str, str], _body: bytes) -> (
+        web.StreamResponse
+    ):
         try:
             listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._metadata(request),
                                        timeout=_LOOKUP_TIMEOUT)
@@ -152,10 +153,8 @@ class A2AFrontEnd:
         card = server_card(_base_url(request), agents, self._secured)
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
-    async def jsonrpc(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
-        if self.context.is_draining():
-            return _jsonrpc_error(503, -32603, "the server is shutting down; retry on another replica")
         try:
             await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
@@ -164,7 +163,7 @@ class A2AFrontEnd:
             return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
                                   failure.headers() + challenge(failure))
         try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
-            body = json.loads(await request.read())
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:
             return _jsonrpc_error(200, -32700, f"Parse error: {error}")
         version = request.headers.get(VERSION_HEADER, "").strip()
@@ -189,7 +188,7 @@ class A2AFrontEnd:
                 response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
             await response(scope, receive, send)
 
-        return await call_asgi(app, request, {_SCOPE_STATE: state})
+        return await call_asgi(app, request, raw, {_SCOPE_STATE: state})
 
     async def close(self) -> None:
         await self.handler.aclose()

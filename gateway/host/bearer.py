@@ -93,7 +93,6 @@ class ResourceMetadataFrontEnd:
 
     def __init__(self, context: FrontEndContext, settings: OAuthSettings) -> None:
         self._settings = settings
-        self._cors = bool(context.config.cors_origins)
 
     def routes(self) -> Iterable[FrontEndRoute]:
         return [
@@ -104,10 +103,10 @@ class ResourceMetadataFrontEnd:
     async def close(self) -> None:
         return None
 
-    async def _server(self, request: web.Request, _: dict[str, str]) -> web.StreamResponse:
+    async def _server(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
         return _document(protected_resource_metadata(self._settings))
 
-    async def _mcp(self, request: web.Request, _: dict[str, str]) -> web.StreamResponse:
+    async def _mcp(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
         return _document(protected_resource_metadata(self._settings, MCP_RESOURCE_PATH))
 
 
