@@ -204,6 +204,26 @@ def test_grpc_and_a2a_take_the_same_tokens(rig: Rig) -> None:
     assert status == 200 and "42" in json.dumps(reply), reply
 
 
+def test_a2a_cards_need_no_credentials_and_declare_oauth2_but_private_ones_stay_hidden(rig: Rig) -> None:
+    status, _, card = fetch(rig, "GET", "/a2a/math_guy/.well-known/agent-card.json")
+    assert status == 200, card
+    oauth2 = card["securitySchemes"]["oauth2"]["oauth2SecurityScheme"]
+    assert oauth2["oauth2MetadataUrl"].startswith(rig.authority.issuer + "/.well-known/")
+    flow = oauth2["flows"]["authorizationCode"]
+    assert flow["authorizationUrl"].startswith(rig.authority.issuer) and flow["pkceRequired"] is True
+    assert "agent:*" in flow["scopes"] and flow["tokenUrl"].startswith(rig.authority.issuer)
+    assert "bearer" in card["securitySchemes"]  # the API keys, the other way in
+    assert {"schemes": {"oauth2": {"list": ["agent:*"]}}} in card["securityRequirements"]
+    # A private network's card is not there without credentials naming it; with them it is.
+    assert fetch(rig, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json")[0] == 404
+    deep = rig.token("agent:* agent:deep/*")
+    assert fetch(rig, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json", token=deep)[0] == 200
+    status, _, directory = fetch(rig, "GET", "/.well-known/agent-card.json")
+    assert status == 200 and "deep/math_guy" not in {skill["id"] for skill in directory["skills"]}
+    # Everything else stays authenticated.
+    assert fetch(rig, "GET", "/api/v1/math_guy/function")[0] == 401
+
+
 # -- the SDK's own OAuth client ----------------------------------------------------------------
 
 

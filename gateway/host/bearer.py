@@ -18,18 +18,22 @@ tokens) and nothing else changes.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
+import logging
 import os
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from aiohttp import web
 
 from gateway.host.errors import RpcFailure
 from gateway.host.frontends import FrontEndContext, FrontEndFactory, FrontEndRoute
 from neuro_san.core.access import DEFAULT_SCOPE
-from neuro_san.service.oauth import MCP_RESOURCE_PATH, OAuthSettings
+from neuro_san.service.oauth import MCP_RESOURCE_PATH, OAuthSettings, issuer_metadata
 
+log = logging.getLogger(__name__)
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 _INVALID_TOKEN = "INVALID_TOKEN"
 _INSUFFICIENT_SCOPE = "INSUFFICIENT_SCOPE"
@@ -44,6 +48,23 @@ def _settings_from_environment() -> OAuthSettings | None:
 
 def oauth_settings() -> OAuthSettings | None:
     return _settings_from_environment()
+
+
+_issuer_documents: dict[str, tuple[str, dict[str, Any]]] = {}
+
+
+async def authorization_server(settings: OAuthSettings) -> tuple[str, dict[str, Any]] | None:
+    """(metadata URL, metadata) of the issuer, fetched once (for the A2A cards' OAuth2
+    scheme); None while it cannot be fetched (asked again next time)."""
+    known = _issuer_documents.get(settings.issuer)
+    if known is None:
+        try:
+            known = await asyncio.to_thread(issuer_metadata, settings.issuer)
+        except (OSError, ValueError) as error:
+            log.warning("cannot fetch the metadata of %s: %s", settings.issuer, error)
+            return None
+        _issuer_documents[settings.issuer] = known
+    return known
 
 
 def resource_for(settings: OAuthSettings, path: str = "") -> str:

@@ -233,6 +233,17 @@ def exposed(principal: Principal, agent: str, public: bool, *, named_only: bool)
     return principal is not ANYONE and principal.may_call(agent, public)
 
 
+#: Request metadata with which a front-end reads the public directory without credentials:
+#: the description (Function) and listing (List) of *public* networks, what A2A Agent Cards
+#: publish to anyone so that a client can learn how to authenticate. Nothing else is
+#: answered without credentials: a private network is not there, a chat needs a key or token.
+PUBLIC_DIRECTORY_METADATA_KEY = "neuro-san-public-directory"
+
+
+def public_directory(metadata: Iterable[tuple[str, Any]]) -> bool:
+    return any(key == PUBLIC_DIRECTORY_METADATA_KEY and value == "true" for key, value in metadata)
+
+
 def credentials_from_metadata(metadata: Iterable[tuple[str, Any]]) -> list[str]:
     """API keys offered in request metadata / headers (lower-case keys)."""
     found = []

@@ -30,6 +30,7 @@ from neuro_san.core.access import (
     credentials_from_metadata,
     exposed,
     private_named_only,
+    public_directory,
 )
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
@@ -175,12 +176,17 @@ class AgentRouter(grpc.GenericRpcHandler):
         return convert.connectivity_to_proto(*self._host.connectivity(agent))
 
     async def _agent_name(
-        self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None
+        self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None,
+        directory: bool = False,
     ) -> str:
         """The agent the call names, once the caller (API key or OAuth access token) is
-        allowed to call it."""
+        allowed to call it; ``directory``: a method of the public directory (Function)."""
         name = fixed if fixed is not None else self._named_in_metadata(context)
         metadata = context.invocation_metadata() or ()
+        if directory and public_directory(metadata):  # a public description, read without credentials
+            if not self._host.is_public(name):
+                raise AgentNotFound(name)
+            return name
         principal = ANYONE
         if self._access.enabled:
             principal = await self._access.identify(credentials_from_metadata(metadata))
@@ -254,7 +260,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed(method, agent, context) as call:
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    call.bind(await self._agent_name(agent, context))
+                    call.bind(await self._agent_name(agent, context, directory=method == "Function"))
                     return produce(call.agent, request)
             except Exception as error:
                 await abort_with(context, error)

@@ -196,7 +196,9 @@ def metadata_urls(issuer: str) -> list[str]:
             f"{base}/.well-known/openid-configuration{path}", f"{issuer.rstrip('/')}/.well-known/openid-configuration"]
 
 
-def _discover_jwks_uri(issuer: str) -> str:
+def issuer_metadata(issuer: str) -> tuple[str, dict[str, Any]]:
+    """(where it was found, the issuer's metadata); blocking (call it in a thread). Raises
+    ValueError (or OSError) when no well-known place has metadata of this issuer."""
     failures = []
     for url in dict.fromkeys(metadata_urls(issuer)):
         try:
@@ -207,11 +209,16 @@ def _discover_jwks_uri(issuer: str) -> str:
         if document.get("issuer") != issuer:  # RFC 8414 §3.3: metadata of another issuer is not this one's
             failures.append(f"{url}: names issuer {document.get('issuer')!r}")
             continue
-        uri = document.get("jwks_uri")
-        if isinstance(uri, str) and uri:
-            return uri
-        failures.append(f"{url}: no jwks_uri")
+        return url, document
     raise ValueError("no usable authorization server metadata: " + "; ".join(failures))
+
+
+def _discover_jwks_uri(issuer: str) -> str:
+    url, document = issuer_metadata(issuer)
+    uri = document.get("jwks_uri")
+    if isinstance(uri, str) and uri:
+        return uri
+    raise ValueError(f"{url}: no jwks_uri")
 
 
 def _fetch_json(url: str) -> dict[str, Any]:
