@@ -26,9 +26,10 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 
 from tests.support import load
+from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.mcp import USER_KEY, mcp_server
 from tests.support.oauth import SHORT_LIVED, SHORT_TTL, AuthorizationServer, signing_key, unavailable
-from tests.support.servers import ROOT, ServerProcess, free_port
+from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
@@ -222,6 +223,31 @@ def test_a2a_cards_need_no_credentials_and_declare_oauth2_but_private_ones_stay_
     assert status == 200 and "deep/math_guy" not in {skill["id"] for skill in directory["skills"]}
     # Everything else stays authenticated.
     assert fetch(rig, "GET", "/api/v1/math_guy/function")[0] == 401
+
+
+def test_the_token_never_reaches_the_llm(rig: Rig) -> None:
+    """A network behind a fake LLM, called with a token (and user_id forwarded as usual): the
+    LLM's requests carry neither the token nor any part of it."""
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}"
+    env = {"AGENT_OAUTH_ISSUER": rig.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
+    with FakeInThread() as fake, start_server(env={**override_env(fake), **env}, http=True, http_port=port) as server:
+        token = rig.authority.token(audience)
+        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"user_message": {"text": "hello"}}, "_meta": META}}
+        connection.request("POST", "/mcp", json.dumps(body).encode(), {
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "echo",
+            "Authorization": f"Bearer {token}", "user_id": "someone"})
+        response = connection.getresponse()
+        assert response.status == 200, response.read()[:500]
+        connection.close()
+        assert fake.requests, "the network did not reach the fake LLM"
+        signature = token.rsplit(".", 1)[1]
+        for recorded in fake.requests:
+            seen = json.dumps(recorded.headers) + json.dumps(recorded.body)
+            assert token not in seen and signature not in seen
 
 
 # -- the SDK's own OAuth client ----------------------------------------------------------------
