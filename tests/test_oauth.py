@@ -7,6 +7,7 @@ support completes its flow against both and calls a tool."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.client
 import json
 import subprocess
@@ -19,6 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 import grpc
 import httpx2
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -179,6 +182,32 @@ def test_tokens_that_are_not_for_us_are_401_invalid_token(rig: Rig, case: str) -
         assert 'error="invalid_token"' in challenge
     assert "resource_metadata=" in challenge
     assert token not in json.dumps(reply)  # the token is never echoed
+
+
+def _segment(value: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    header=st.fixed_dictionaries({}, optional={
+        "alg": st.sampled_from(["RS256", "ES256", "PS256", "EdDSA", "HS256", "none", ""]) | st.integers(),
+        "kid": st.sampled_from(["k1", "k2", ""]) | st.integers() | st.none(),
+        "typ": st.just("at+jwt"),
+    }),
+    claims=st.dictionaries(st.sampled_from(["iss", "aud", "exp", "nbf", "scope", "sub"]),
+                           st.text(max_size=8) | st.integers() | st.lists(st.text(max_size=4), max_size=2)),
+    signature=st.text("ABCDEFabcdef0123456789-_", max_size=40),
+    raw=st.booleans(),
+)
+def test_forged_and_malformed_tokens_are_401_never_5xx(
+    rig: Rig, header: dict[str, Any], claims: dict[str, Any], signature: str, raw: bool
+) -> None:
+    token = f"{_segment(header)}.{_segment(claims)}.{signature}" if not raw else f"{signature}.{signature}.x"
+    status, headers, _ = call_math(rig, token)
+    assert status == 401, status
+    assert "resource_metadata=" in headers["www-authenticate"]
 
 
 def test_api_keys_keep_working_beside_oauth(rig: Rig) -> None:
