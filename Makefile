@@ -13,7 +13,7 @@ HOST ?= 127.0.0.1
 # The playground's browser tests drive Debian's chromium (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install run test test-fast browser protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server
+.PHONY: help install run test test-fast browser oidc-provider protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,15 @@ $(BUF):
 	@mkdir -p $(TOOLS)
 	cd $(TOOLS) && npm install --silent --no-audit --no-fund --prefix . @bufbuild/buf@1 >/dev/null
 
+# The OAuth tests run a real authorization server: the certified oidc-provider, on node.
+OIDC_PROVIDER := $(TOOLS)/node_modules/oidc-provider/package.json
+$(OIDC_PROVIDER):
+	@mkdir -p $(TOOLS)
+	@if command -v npm >/dev/null; then cd $(TOOLS) && npm install --silent --no-audit --no-fund --prefix . oidc-provider@9 >/dev/null; \
+	else echo "oidc-provider: npm is not installed, the OAuth tests will be skipped"; fi
+
+oidc-provider: $(OIDC_PROVIDER) ## the OpenID provider (npm) the OAuth tests start on loopback
+
 buf-lint: $(BUF) ## buf lint (STANDARD, with the exceptions in buf.yaml)
 	$(BUF) lint
 
@@ -69,10 +78,10 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root)
 
-test: $(STAMP) browser redis-server proto-check lint ## install, check generated code and lint, then run the whole suite
+test: $(STAMP) browser redis-server oidc-provider proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest
 
-test-fast: $(STAMP) redis-server ## only the test suite
+test-fast: $(STAMP) redis-server oidc-provider ## only the test suite
 	$(PY) -m pytest -x
 
 # The benchmark measures the recommended production install: the `fast` extra (uvloop).

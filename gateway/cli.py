@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.host.tls import TlsConfigError
+from neuro_san.core.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     # Bad TLS files, port taken, a bad AGENT_PLAYGROUND: say so, no traceback.
-    except (TlsConfigError, ssl.SSLError, OSError, ValueError) as error:
+    except (TlsConfigError, ssl.SSLError, OSError, ValueError, ConfigurationError) as error:
         log.error("gateway cannot start: %s", error)
         return 2
     return 0

@@ -16,6 +16,7 @@ import grpc
 
 from gateway.a2a import a2a_frontends
 from gateway.config import GatewayConfig
+from gateway.host.bearer import oauth_frontends
 from gateway.host.frontends import FrontEndFactory
 from gateway.host.server import GatewayHandle, start_host
 from gateway.invokers.interface import Invoker, methods_of
@@ -25,8 +26,11 @@ from gateway.transcoder.frontend import default_services, rest_frontend
 
 
 def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None) -> list[FrontEndFactory]:
-    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the playground."""
-    return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), make_frontend(playground)]
+    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the OAuth
+    resource metadata (only with ``AGENT_OAUTH_ISSUER``; raises ConfigurationError for
+    settings that cannot work), the playground."""
+    return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), *oauth_frontends(env),
+            make_frontend(playground)]
 
 
 async def start_gateway(

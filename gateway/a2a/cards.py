@@ -10,6 +10,7 @@ public network, and each network's interface (with the network's name as ``tenan
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -19,7 +20,10 @@ from a2a.types import (
     AgentInterface,
     AgentProvider,
     AgentSkill,
+    AuthorizationCodeOAuthFlow,
     HTTPAuthSecurityScheme,
+    OAuth2SecurityScheme,
+    OAuthFlows,
     SecurityRequirement,
     SecurityScheme,
 )
@@ -50,15 +54,51 @@ def card_to_json(card: AgentCard) -> dict[str, Any]:
     return agent_card_to_dict(card)
 
 
-def _secure(card: AgentCard) -> None:
-    """API keys are on: say how to send one over HTTP (``Authorization: Bearer <key>``,
-    as on every route of the HTTP port)."""
-    card.security_schemes["bearer"].CopyFrom(SecurityScheme(
-        http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer", description="an API key of this server")
-    ))
-    requirement = SecurityRequirement()
-    requirement.schemes["bearer"].SetInParent()
-    card.security_requirements.append(requirement)
+@dataclass(frozen=True, slots=True)
+class OAuthCard:
+    """What a card says about the OAuth authorization server (from its RFC 8414 metadata)."""
+
+    metadata_url: str
+    authorization_url: str
+    token_url: str
+    scopes: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class CardSecurity:
+    """How a caller authenticates here: API keys (bearer), OAuth 2.1, both or neither."""
+
+    api_keys: bool = False
+    oauth: OAuthCard | None = None
+
+    @property
+    def secured(self) -> bool:
+        return self.api_keys or self.oauth is not None
+
+
+def _secure(card: AgentCard, security: CardSecurity) -> None:
+    """Say how to authenticate: each scheme is one alternative requirement (A2A ORs the
+    requirements): an API key as ``Authorization: Bearer <key>``, or an OAuth access token."""
+    if security.api_keys:
+        card.security_schemes["bearer"].CopyFrom(SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer", description="an API key of this server")
+        ))
+        requirement = SecurityRequirement()
+        requirement.schemes["bearer"].SetInParent()
+        card.security_requirements.append(requirement)
+    if security.oauth is not None:
+        oauth = security.oauth
+        # One flow per scheme (OAuthFlows is a oneof): the authorization code with PKCE, as
+        # OAuth 2.1 and MCP hosts use it.
+        flows = OAuthFlows(authorization_code=AuthorizationCodeOAuthFlow(
+            authorization_url=oauth.authorization_url, token_url=oauth.token_url, scopes=oauth.scopes,
+            pkce_required=True))
+        card.security_schemes["oauth2"].CopyFrom(SecurityScheme(oauth2_security_scheme=OAuth2SecurityScheme(
+            description="an OAuth 2.1 access token for this server (RFC 8707 resource: its URL)",
+            flows=flows, oauth2_metadata_url=oauth.metadata_url)))
+        requirement = SecurityRequirement()
+        requirement.schemes["oauth2"].list.extend(sorted(oauth.scopes))
+        card.security_requirements.append(requirement)
 
 
 def _tags(tags: Iterable[str]) -> list[str]:
@@ -66,7 +106,9 @@ def _tags(tags: Iterable[str]) -> list[str]:
     return list(tags) or ["agent-network"]
 
 
-def network_card(base: str, agent: str, description: str, tags: Iterable[str], secured: bool) -> AgentCard:
+def network_card(
+    base: str, agent: str, description: str, tags: Iterable[str], security: CardSecurity
+) -> AgentCard:
     card = AgentCard(
         name=agent,
         description=description or f"the {agent} agent network",
@@ -79,12 +121,12 @@ def network_card(base: str, agent: str, description: str, tags: Iterable[str], s
         default_output_modes=TEXT_MODES,
         skills=[AgentSkill(id=agent, name=agent, description=description or agent, tags=_tags(tags))],
     )
-    if secured:
-        _secure(card)
+    if security.secured:
+        _secure(card, security)
     return card
 
 
-def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], secured: bool) -> AgentCard:
+def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], security: CardSecurity) -> AgentCard:
     listed = list(agents)
     card = AgentCard(
         name=SERVER_NAME,
@@ -99,6 +141,6 @@ def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], secured
         skills=[AgentSkill(id=name, name=name, description=description or name, tags=_tags(tags))
                 for name, description, tags in listed],
     )
-    if secured:
-        _secure(card)
+    if security.secured:
+        _secure(card, security)
     return card

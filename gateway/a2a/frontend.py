@@ -31,14 +31,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
-from gateway.a2a.cards import card_to_json, network_card, server_card
+from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, STREAMING_KEY, NetworkExecutor
 from gateway.a2a.routes import A2A_ROUTES
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps, json_response
+from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
 
 #: Seconds a card lookup (Function / List) may take.
 _LOOKUP_TIMEOUT = 10.0
@@ -59,6 +61,27 @@ class _StateFromScope(DefaultServerCallContextBuilder):
 
 def _api_keys_configured() -> bool:
     return bool(os.environ.get("AGENT_API_KEYS", "").strip() or os.environ.get("AGENT_API_KEYS_FILE", "").strip())
+
+
+def _has_credentials(request: web.Request) -> bool:
+    return bool(request.headers.get("Authorization") or request.headers.get("X-Api-Key"))
+
+
+async def _card_security(api_keys: bool) -> CardSecurity:
+    """The schemes the cards declare: API keys when configured, OAuth2 with an issuer (its
+    endpoints from its metadata; left out while that cannot be fetched)."""
+    settings = oauth_settings()
+    if settings is None:
+        return CardSecurity(api_keys=api_keys)
+    found = await authorization_server(settings)
+    if found is None:
+        return CardSecurity(api_keys=api_keys)
+    url, document = found
+    authorize, token = document.get("authorization_endpoint"), document.get("token_endpoint")
+    if not isinstance(authorize, str) or not isinstance(token, str):
+        return CardSecurity(api_keys=api_keys)
+    oauth = OAuthCard(url, authorize, token, {DEFAULT_SCOPE: "call every public agent network"})
+    return CardSecurity(api_keys=api_keys, oauth=oauth)
 
 
 def _base_url(request: web.Request) -> str:
@@ -99,7 +122,8 @@ class A2AFrontEnd:
             agent_executor=executor,
             task_store=BoundedTaskStore(),
             # Only read for the extended card, which we do not offer; the real cards are per request.
-            agent_card=server_card("http://localhost", [("neuro-san", "agent networks", [])], self._secured),
+            agent_card=server_card("http://localhost", [("neuro-san", "agent networks", [])],
+                                   CardSecurity(api_keys=self._secured)),
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
@@ -113,18 +137,28 @@ class A2AFrontEnd:
         # A private network is not there over A2A unless the caller's key names it.
         return self.context.metadata(request, private_named_only=True)
 
-    async def _description(self, request: web.Request, agent: str) -> str:
+    def _card_metadata(self, request: web.Request) -> list[tuple[str, Any]]:
+        """Cards are served without credentials (they say how to authenticate): without
+        any, the service answers from the public directory (public networks only); with
+        some, as for every call (a private network its key or token names is shown)."""
+        metadata = self._metadata(request)
+        return metadata if _has_credentials(request) else [*metadata, (PUBLIC_DIRECTORY_METADATA_KEY, "true")]
+
+    async def _description(self, request: web.Request, agent: str, metadata: list[tuple[str, Any]] | None = None) -> (
+        str
+    ):
         """The network's description; raises AioRpcError (unknown network, no key…)."""
-        metadata = [*self._metadata(request), ("agent-name", agent)]
+        metadata = [*(self._metadata(request) if metadata is None else metadata), ("agent-name", agent)]
         reply = await self._function(agent_pb2.FunctionRequest(), metadata=metadata, timeout=_LOOKUP_TIMEOUT)
         return str(reply.function.description)
 
     async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
         """The network's description and concierge tags."""
-        description = await self._description(request, agent)
+        metadata = self._card_metadata(request)
+        description = await self._description(request, agent, metadata)
         tags: list[str] = []
         try:
-            listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._metadata(request),
+            listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=metadata,
                                        timeout=_LOOKUP_TIMEOUT)
             tags = next((list(a.tags) for a in listing.agents if a.agent_name == agent), [])
         except grpc.aio.AioRpcError:
@@ -138,20 +172,20 @@ class A2AFrontEnd:
         except grpc.aio.AioRpcError as error:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
-        card = network_card(_base_url(request), agent, description, tags, self._secured)
+        card = network_card(_base_url(request), agent, description, tags, await _card_security(self._secured))
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
     async def server_card(self, request: web.Request, _captures: dict[str, str], _body: bytes) -> (
         web.StreamResponse
     ):
         try:
-            listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._metadata(request),
+            listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._card_metadata(request),
                                        timeout=_LOOKUP_TIMEOUT)
         except grpc.aio.AioRpcError as error:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
         agents = [(a.agent_name, a.description, list(a.tags)) for a in listing.agents]
-        card = server_card(_base_url(request), agents, self._secured)
+        card = server_card(_base_url(request), agents, await _card_security(self._secured))
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
@@ -161,7 +195,8 @@ class A2AFrontEnd:
         except grpc.aio.AioRpcError as error:
             failure = rpc_failure(error)
             code = failure.jsonrpc_code if failure.is_refusal else -32600
-            return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(), failure.headers())
+            return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
+                                  failure.headers() + challenge(failure))
         try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:

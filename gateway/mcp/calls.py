@@ -21,8 +21,10 @@ import grpc
 import mcp_types
 from neuro_san.api.grpc import agent_pb2
 
+from gateway.host.bearer import challenge
 from gateway.host.errors import GatewayError, RpcFailure, rpc_failure
-from gateway.mcp.protocol import UNAUTHENTICATED, JsonRpcError, wire
+from gateway.mcp.protocol import FORBIDDEN, UNAUTHENTICATED, JsonRpcError, wire
+from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import McpTool
 from gateway.transcoder.marshal import MessageCodec
 
@@ -148,6 +150,12 @@ def _step_text(message: dict[str, Any]) -> str:
     return f"{where} {kind}: {text}".strip() if where else f"{kind}: {text}"
 
 
+def unauthenticated(failure: RpcFailure) -> JsonRpcError:
+    """401 with the ``WWW-Authenticate`` challenge (where the OAuth metadata is, with OAuth on)."""
+    return JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {failure.message}", http_status=401,
+                        headers=challenge(failure, MCP_PATH))
+
+
 def refusal(failure: RpcFailure) -> JsonRpcError:
     """A refused request (caller over its rate limit or token budget: 429; server busy or
     draining: 503) as a JSON-RPC error with the service's own message, sent with the HTTP
@@ -162,8 +170,11 @@ def _rpc_failure(tool: McpTool, error: grpc.aio.AioRpcError) -> dict[str, Any]:
     if failure.is_refusal:  # not the network's failure: the request is refused for a while
         raise refusal(failure)
     if code == grpc.StatusCode.UNAUTHENTICATED:
-        raise JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {details}", http_status=401)
+        raise unauthenticated(failure)
     if code == grpc.StatusCode.PERMISSION_DENIED:
+        if failure.reason == "INSUFFICIENT_SCOPE":  # OAuth: the host asks for the scope, then retries
+            raise JsonRpcError(FORBIDDEN, f"Forbidden: {details}", http_status=403,
+                               headers=challenge(failure, MCP_PATH))
         return tool_error(f"Tool not authorized: {tool.name}")
     if code == grpc.StatusCode.NOT_FOUND:
         return tool_error(f"Tool not found: {tool.name}")

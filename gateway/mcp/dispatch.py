@@ -12,18 +12,21 @@ import grpc
 import mcp_types
 from pydantic import ValidationError
 
+from gateway.host.bearer import challenge
 from gateway.host.errors import rpc_failure
-from gateway.mcp.calls import ProgressSink, ToolCaller, refusal
+from gateway.mcp.calls import ProgressSink, ToolCaller, refusal, unauthenticated
+from gateway.mcp.modern import discover_result
 from gateway.mcp.protocol import (
+    FORBIDDEN,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     SERVER_BUSY,
-    UNAUTHENTICATED,
     JsonRpcError,
     negotiate,
     wire,
 )
+from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,8 @@ class Call:
     metadata: Sequence[tuple[str, Any]]
     #: Set when the client asked for progress and the response can carry notifications.
     progress: ProgressSink | None = None
+    #: A 2026-07-28 request (already checked by :func:`gateway.mcp.modern.admit`).
+    modern: bool = False
 
 
 class Dispatcher:
@@ -65,6 +70,14 @@ class Dispatcher:
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
         }
+        #: Methods of the sessionless revision only (its version gate drops initialize and ping).
+        self._modern_methods: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = {
+            "server/discover": self._discover,
+        }
+
+    def server_info(self) -> dict[str, Any]:
+        """This server's ``Implementation`` on the wire (stamped on modern results)."""
+        return wire(mcp_types.Implementation(name=SERVER_NAME, title=SERVER_TITLE, version=self._version))
 
     def knows(self, method: str) -> bool:
         return method in self._methods or method in _EMPTY_LISTS
@@ -74,6 +87,8 @@ class Dispatcher:
         if call.method in _EMPTY_LISTS:
             return {_EMPTY_LISTS[call.method]: []}
         handler = self._methods.get(call.method)
+        if call.modern:
+            handler = self._modern_methods.get(call.method, handler)
         if handler is None:
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
         try:
@@ -105,6 +120,12 @@ class Dispatcher:
         )
         return wire(result)
 
+    async def _discover(self, call: Call) -> dict[str, Any]:
+        # As initialize: ask the service once, so that a caller without valid credentials
+        # learns it now (401, and the OAuth metadata to get some).
+        await self._catalog.tools(call.metadata)
+        return discover_result(INSTRUCTIONS)
+
     async def _ping(self, call: Call) -> dict[str, Any]:
         return {}
 
@@ -118,15 +139,21 @@ class Dispatcher:
         arguments = call.params.get("arguments")
         tool = await self._catalog.resolve(name, call.metadata)
         if tool is None:
+            # Not listed for this caller: a network it may not call answers 403 with the
+            # scope to ask for (OAuth), anything else is an unknown tool.
+            await self._catalog.check_callable(name, call.metadata)
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
         return await self._caller.call(tool, {} if arguments is None else arguments, call.metadata, call.progress)
 
 
 def _protocol_error(error: grpc.aio.AioRpcError) -> JsonRpcError:
     code, details = error.code(), error.details() or ""
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {details}", http_status=401)
     failure = rpc_failure(error)
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return unauthenticated(failure)
+    if code == grpc.StatusCode.PERMISSION_DENIED:  # a token for no network here: which scope to ask for
+        return JsonRpcError(FORBIDDEN, f"Forbidden: {details}", http_status=403,
+                            headers=challenge(failure, MCP_PATH))
     if failure.is_refusal:  # caller limits (429) or a busy / draining server (503), as REST says
         return refusal(failure)
     if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):

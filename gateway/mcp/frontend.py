@@ -1,6 +1,7 @@
 """The MCP front-end: ``/mcp`` on the HTTP port, Streamable HTTP transport.
 
-It keeps no session state, so any replica serves any request: ``initialize`` hands out
+It keeps no session state, so any replica serves any request. At 2026-07-28 (see
+:mod:`gateway.mcp.modern`) there are no sessions at all; in the handshake era ``initialize`` hands out
 an ``Mcp-Session-Id`` (random, not a secret: calls are authenticated by their own
 ``Authorization``), and every later request is served whatever session id it carries.
 The only thing held per process is the set of calls in flight, so that a
@@ -19,7 +20,7 @@ import asyncio
 import contextlib
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +31,8 @@ from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps
 from gateway.mcp.calls import ToolCaller
 from gateway.mcp.dispatch import Call, Dispatcher
+from gateway.mcp.modern import admit, finish, is_modern, unsupported_version
+from gateway.mcp.modern import http_status as modern_status
 from gateway.mcp.origin import origin_allowed
 from gateway.mcp.protocol import (
     BATCHING_VERSIONS,
@@ -38,7 +41,6 @@ from gateway.mcp.protocol import (
     PARSE_ERROR,
     REQUEST_CANCELLED,
     SUPPORTED_VERSIONS,
-    UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
     classify,
     notification,
@@ -59,6 +61,18 @@ MAX_BATCH = 64
 _SSE_HEARTBEAT = b": keep-alive\n\n"
 #: Metadata only the front-end sets: a caller's ``Grpc-Metadata-agent-name`` is dropped.
 _OURS = frozenset({"agent-name", MCP_LISTING_METADATA_KEY})
+
+
+#: Turns a dispatcher result into what goes on the wire (the modern era adds its fields).
+Finisher = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _as_is(result: dict[str, Any]) -> dict[str, Any]:
+    return result
+
+
+def _own_status(error: JsonRpcError) -> int:
+    return error.http_status
 
 
 class McpFrontEnd:
@@ -90,14 +104,18 @@ class McpFrontEnd:
         refused = self._refused(request)
         if refused is not None:
             return refused
-        # No server-initiated messages to stream: the spec's answer is 405.
+        # No server-initiated messages to stream: the answer of every revision is 405.
+        allow = "POST" if is_modern(request.headers.get(VERSION_HEADER)) else "POST, DELETE"
         return _json(405, _error(None, INVALID_REQUEST, "GET opens no stream here: POST requests to /mcp"),
-                     {"Allow": "POST, DELETE"})
+                     {"Allow": allow})
 
     async def delete(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
         refused = self._refused(request)
         if refused is not None:
             return refused
+        if is_modern(request.headers.get(VERSION_HEADER)):  # 2026-07-28 has no sessions to end
+            return _json(405, _error(None, INVALID_REQUEST, "DELETE ends no session at 2026-07-28: there are none"),
+                         {"Allow": "POST"})
         if not request.headers.get(SESSION_HEADER):
             return _json(400, _error(None, INVALID_REQUEST, f"DELETE needs the {SESSION_HEADER} header"))
         return web.Response(status=204)  # nothing is kept per session: ending one is always done
@@ -107,10 +125,9 @@ class McpFrontEnd:
         if refused is not None:
             return refused
         version = request.headers.get(VERSION_HEADER, DEFAULT_VERSION).strip()
-        if version not in SUPPORTED_VERSIONS:
-            data = {"supported": list(SUPPORTED_VERSIONS), "requested": version[:100]}
-            return _json(400, _error(None, UNSUPPORTED_PROTOCOL_VERSION,
-                                     f"Unsupported protocol version: {version[:100]}", data))
+        modern = is_modern(version)
+        if not modern and version not in SUPPORTED_VERSIONS:
+            return _json(400, unsupported_version(version).envelope())
         accept = request.headers.get("Accept", "")
         if accept and not any(kind in accept for kind in (JSON_TYPE, SSE_TYPE, "*/*", "application/*")):
             return _json(406, _error(None, INVALID_REQUEST, f"Accept must allow {JSON_TYPE} or {SSE_TYPE}"))
@@ -122,6 +139,8 @@ class McpFrontEnd:
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The front-end names the network itself (as the REST routes' own variables win).
         metadata = [item for item in self._context.metadata(request, private_named_only=True) if item[0] not in _OURS]
+        if modern:
+            return await self._modern(request, body, accept, metadata)
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)
         try:
@@ -150,12 +169,14 @@ class McpFrontEnd:
             return _json(403, _error(None, INVALID_REQUEST, "Origin not allowed"))
         return None
 
-    async def _run(self, call: Call, request_id: Any, session: str) -> dict[str, Any]:
+    async def _run(self, call: Call, request_id: Any, session: str | None) -> dict[str, Any]:
         """Answer one request in a task of its own, so that notifications/cancelled can stop
-        it; the HTTP handler being cancelled (client gone) cancels it too."""
+        it (handshake era; ``session`` None: a modern request, which only its closed
+        stream cancels); the HTTP handler being cancelled (client gone) cancels it too."""
         work = asyncio.ensure_future(self._dispatcher.answer(call))
-        key = (session, request_id)
-        self._in_flight[key] = work
+        key = (session or "", request_id)
+        if session is not None:
+            self._in_flight[key] = work
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -165,7 +186,7 @@ class McpFrontEnd:
         finally:
             if not work.done():
                 work.cancel()
-            if self._in_flight.get(key) is work:
+            if session is not None and self._in_flight.get(key) is work:
                 del self._in_flight[key]
 
     def _notified(self, body: dict[str, Any], kind: str, session: str) -> None:
@@ -176,7 +197,8 @@ class McpFrontEnd:
                 task.cancel()
 
     async def _streamed(
-        self, request: web.Request, call: Call, request_id: Any, token: Any, session: str
+        self, request: web.Request, call: Call, request_id: Any, token: Any, session: str | None,
+        finish: Finisher = _as_is, status: Callable[[JsonRpcError], int] = _own_status,
     ) -> web.StreamResponse:
         """tools/call with a progress token: an SSE stream of progress notifications, then
         the result. The stream starts with its first event (or heartbeat), so a request
@@ -208,17 +230,46 @@ class McpFrontEnd:
         every = self._context.config.keepalive_seconds
         beating = asyncio.ensure_future(heartbeat(every)) if every > 0 else None
         try:
-            envelope = result_envelope(request_id, await self._run(call, request_id, session))
+            envelope = result_envelope(request_id, finish(await self._run(call, request_id, session)))
         except JsonRpcError as error:
             envelope = error.envelope(request_id)
-            if not stream.prepared and error.http_status != 200:  # nothing sent yet: a plain answer
-                return _json(error.http_status, envelope, dict(error.headers))
+            if not stream.prepared and status(error) != 200:  # nothing sent yet: a plain answer
+                return _json(status(error), envelope, dict(error.headers))
         finally:
             if beating is not None:
                 beating.cancel()
         await write(_event(envelope))
         await stream.write_eof()
         return stream
+
+    async def _modern(
+        self, request: web.Request, body: Any, accept: str, metadata: list[tuple[str, Any]]
+    ) -> web.StreamResponse:
+        """One 2026-07-28 request: checked (:func:`gateway.mcp.modern.admit`), answered
+        without any session state, its result finished for the revision. Progress goes on
+        the request's own SSE stream; closing that stream (or the connection of a JSON
+        answer) cancels the call, its chat and the chat's LLM requests."""
+        try:
+            admitted = admit(body, request.headers.items())
+        except JsonRpcError as error:
+            return _json(modern_status(error), error.envelope(), dict(error.headers))
+        if admitted is None:
+            return web.Response(status=202)
+        request_id = admitted.request_id
+        call = Call(admitted.method, admitted.params, metadata, modern=True)
+        server_info = self._dispatcher.server_info()
+
+        def finished(result: dict[str, Any]) -> dict[str, Any]:
+            return finish(admitted, result, request.headers, server_info)
+
+        token = _progress_token(admitted.params)
+        if admitted.method == "tools/call" and token is not None and (not accept or SSE_TYPE in accept):
+            return await self._streamed(request, call, request_id, token, None, finished, modern_status)
+        try:
+            result = finished(await self._run(call, request_id, None))
+        except JsonRpcError as error:
+            return _json(modern_status(error), error.envelope(request_id), dict(error.headers))
+        return _json(200, result_envelope(request_id, result))
 
     async def _batch(
         self, body: list[Any], version: str, session: str, metadata: list[tuple[str, Any]]

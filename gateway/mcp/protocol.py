@@ -12,8 +12,8 @@ import mcp_types
 from pydantic import BaseModel
 
 #: The revisions negotiated through ``initialize``, oldest first (Streamable HTTP began
-#: with 2025-03-26). 2026-07-28 (stateless ``server/discover``) is not served: a client
-#: asking for it gets -32022 with this list and falls back to ``initialize``.
+#: with 2025-03-26). The sessionless 2026-07-28 is served beside them by
+#: :mod:`gateway.mcp.modern`.
 SUPPORTED_VERSIONS: tuple[str, ...] = ("2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 #: What a request without ``MCP-Protocol-Version`` is taken to speak (the spec's rule).
@@ -30,6 +30,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: Implementation-defined codes (-32000..-32019).
 UNAUTHENTICATED = -32001
 SERVER_BUSY = -32002
+FORBIDDEN = -32003  # HTTP 403: an OAuth token without the scope the call needs
 REQUEST_CANCELLED = -32800  # as LSP; the client has stopped waiting by then
 
 
@@ -68,7 +69,7 @@ def negotiate(requested: Any) -> str:
 def wire(model: BaseModel) -> dict[str, Any]:
     """An SDK model as it goes on the wire."""
     data: dict[str, Any] = model.model_dump(by_alias=True, exclude_none=True, mode="json")
-    data.pop("resultType", None)  # the 2026-07-28 envelope's field; no revision we serve has it
+    data.pop("resultType", None)  # 2026-07-28's field: gateway.mcp.modern.finish sets it there
     return data
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 import mcp_types
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
 
@@ -103,6 +104,17 @@ class ToolCatalog:
             if tool.network == name:
                 return tool
         return None
+
+    async def check_callable(self, name: str, metadata: Metadata) -> None:
+        """Raise the service's refusal when ``name`` is a network the caller may not call
+        (PERMISSION_DENIED: a key or token that does not cover it); any other answer,
+        not found included, is left to the caller ("Unknown tool")."""
+        try:
+            await self._function(agent_pb2.FunctionRequest(), metadata=[*metadata, ("agent-name", name)],
+                                 timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.PERMISSION_DENIED:
+                raise
 
     async def describe(self, metadata: Metadata) -> list[dict[str, Any]]:
         """``tools/list``'s entries."""

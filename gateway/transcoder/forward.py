@@ -28,6 +28,7 @@ import grpc
 from aiohttp import web
 from google.protobuf.message import Message
 
+from gateway.host.bearer import challenge
 from gateway.host.errors import encode_status, rpc_failure
 from gateway.host.metadata import Metadata, metadata_to_headers
 from gateway.host.responses import dumps, json_response
@@ -43,8 +44,9 @@ _SSE_HEARTBEAT = b": keep-alive\n\n"
 def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
     failure = rpc_failure(error)
     headers = metadata_to_headers(error.initial_metadata(), "Grpc-Metadata-")
-    if failure.http_status == 401:  # RFC 9110: a 401 names the scheme it wants (API keys as bearer tokens)
-        headers.append(("WWW-Authenticate", "Bearer"))
+    # RFC 9110: a 401 names the scheme it wants (API keys travel as bearer tokens); with
+    # OAuth on, also where its metadata is, and a 403 says which scope was missing.
+    headers += challenge(failure)
     headers += failure.headers()  # a rate limit says when to retry
     return json_response(failure.http_status, encode_status(failure.status_dict()), headers)
 

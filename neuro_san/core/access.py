@@ -18,6 +18,12 @@ Keys come from a file (``AGENT_API_KEYS_FILE``; YAML or JSON)::
 or from ``AGENT_API_KEYS`` (``key1,key2``: each may call every public network).
 Keys are compared as SHA-256 digests with ``hmac.compare_digest`` against every
 configured key, so timing reveals neither a key nor which one matched.
+
+OAuth 2.1 access tokens (``AGENT_OAUTH_ISSUER``, see :mod:`neuro_san.service.oauth`) come
+in the same ``authorization: Bearer`` and obey the same rule: a token's scopes
+``agent:<pattern>`` are its ``agents`` patterns (``agent:*`` the public networks,
+``agent:deep/*`` also the private ``deep/…`` ones), so :meth:`Principal.may_call` decides
+for keys and tokens alike. A credential that matches no key is tried as a token.
 """
 
 from __future__ import annotations
@@ -29,10 +35,21 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from neuro_san.core.errors import AgentNotFound, ConfigurationError, PermissionDenied, Unauthenticated
+from neuro_san.core.errors import (
+    AgentNotFound,
+    ConfigurationError,
+    InsufficientScope,
+    PermissionDenied,
+    Unauthenticated,
+)
 from neuro_san.core.rate_limits import CallerLimits
+
+#: An OAuth scope naming networks: ``agent:<pattern>``, a pattern as in a key's ``agents``.
+SCOPE_PREFIX = "agent:"
+#: The scope that covers every public network (what a host asks for by default).
+DEFAULT_SCOPE = SCOPE_PREFIX + "*"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +62,8 @@ class Principal:
     limits: CallerLimits | None = None
     #: A hash of the key, safe for metrics and logs (never the key or its digest).
     key_id: str = ""
+    #: Authenticated by an OAuth access token (its refusals name the scope it lacks).
+    oauth: bool = False
 
     def may_call(self, agent: str, public: bool) -> bool:
         for pattern in self.agents:
@@ -58,6 +77,35 @@ class Principal:
 
 #: The caller when access control is off: may call everything, as upstream.
 ANYONE = Principal("anonymous", ("*", "**"))
+
+
+@dataclass(frozen=True, slots=True)
+class TokenClaims:
+    """What a validated access token says about its bearer."""
+
+    subject: str
+    scopes: tuple[str, ...]
+    client_id: str = ""
+
+
+class TokenVerifier(Protocol):
+    """Validates an OAuth access token (:class:`neuro_san.service.oauth.JwtVerifier`)."""
+
+    def looks_like_token(self, credential: str) -> bool:
+        """Whether ``credential`` is worth validating as a token (a JWT's shape)."""
+        ...
+
+    async def verify(self, token: str) -> TokenClaims:
+        """The token's claims; raises InvalidToken (or UpstreamUnavailable without keys)."""
+        ...
+
+
+def principal_for_token(claims: TokenClaims) -> Principal:
+    """The caller a token names: its ``agent:`` scopes are its patterns (no scope, no network)."""
+    patterns = tuple(scope[len(SCOPE_PREFIX):] for scope in claims.scopes if scope.startswith(SCOPE_PREFIX))
+    who = claims.subject or claims.client_id or "unknown"
+    return Principal(f"oauth:{who}", tuple(p for p in patterns if p), None,
+                     hashlib.sha256(b"neuro-san oauth subject:" + who.encode()).hexdigest()[:12], oauth=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +123,17 @@ def _key_id(digest: bytes) -> str:
 
 
 class AccessPolicy:
-    def __init__(self, keys: Sequence[_Key] = ()) -> None:
+    def __init__(self, keys: Sequence[_Key] = (), tokens: TokenVerifier | None = None) -> None:
         self._keys = tuple(keys)
+        self._tokens = tokens
 
     @property
     def enabled(self) -> bool:
-        return bool(self._keys)
+        return bool(self._keys) or self._tokens is not None
+
+    def with_tokens(self, tokens: TokenVerifier | None) -> AccessPolicy:
+        """The same keys, and OAuth access tokens validated by ``tokens``."""
+        return AccessPolicy(self._keys, tokens)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AccessPolicy:
@@ -95,20 +148,53 @@ class AccessPolicy:
         return cls(keys)
 
     def authenticate(self, credentials: Iterable[str]) -> Principal:
-        """The principal for the first usable credential; raises Unauthenticated."""
-        if not self._keys:
+        """The principal of the first credential that is a configured key; raises
+        Unauthenticated. (Keys only: :meth:`identify` also validates OAuth tokens.)"""
+        if not self.enabled:
             return ANYONE
         for credential in credentials:
-            digest = _digest(credential)
-            found = None
-            for key in self._keys:  # no early exit: every key is compared
-                if hmac.compare_digest(digest, key.digest) and found is None:
-                    found = key.principal
+            found = self._key(credential)
             if found is not None:
                 return found
-        raise Unauthenticated(
-            "this server requires an API key: send 'authorization: Bearer <key>' (or 'x-api-key')"
-        )
+        raise Unauthenticated(self._wanted())
+
+    async def identify(self, credentials: Iterable[str]) -> Principal:
+        """The principal of the first credential that is a configured key or, with OAuth
+        on, a valid access token; raises Unauthenticated (InvalidToken for a token that
+        is not valid here: its reason, never the token)."""
+        if not self.enabled:
+            return ANYONE
+        refused: Unauthenticated | None = None
+        for credential in credentials:
+            found = self._key(credential)
+            if found is not None:
+                return found
+            if self._tokens is not None and self._tokens.looks_like_token(credential):
+                try:
+                    principal = principal_for_token(await self._tokens.verify(credential))
+                except Unauthenticated as error:
+                    refused = refused or error
+                    continue
+                if not principal.agents:  # valid, but for nothing here: say which scope to ask for
+                    raise InsufficientScope(f"this access token grants no {SCOPE_PREFIX} scope: ask for "
+                                            f"{DEFAULT_SCOPE} (or {SCOPE_PREFIX}<network pattern>)", DEFAULT_SCOPE)
+                return principal
+        raise refused or Unauthenticated(self._wanted())
+
+    def _key(self, credential: str) -> Principal | None:
+        digest = _digest(credential)
+        found = None
+        for key in self._keys:  # no early exit: every key is compared
+            if hmac.compare_digest(digest, key.digest) and found is None:
+                found = key.principal
+        return found
+
+    def _wanted(self) -> str:
+        if self._tokens is not None and self._keys:
+            return "this server requires an OAuth access token or an API key: send 'authorization: Bearer <token>'"
+        if self._tokens is not None:
+            return "this server requires an OAuth access token: send 'authorization: Bearer <token>'"
+        return "this server requires an API key: send 'authorization: Bearer <key>' (or 'x-api-key')"
 
     def check(self, principal: Principal, agent: str, public: bool) -> None:
         """Raise unless ``principal`` may call ``agent``. A private network the caller may
@@ -117,6 +203,10 @@ class AccessPolicy:
             return
         if not public:
             raise AgentNotFound(agent)
+        if principal.oauth:
+            scope = SCOPE_PREFIX + agent
+            raise InsufficientScope(f"this access token's scopes do not cover agent {agent!r} (needs {scope} "
+                                    f"or {DEFAULT_SCOPE})", DEFAULT_SCOPE)
         raise PermissionDenied(f"this API key ({principal.name}) may not call agent {agent!r}")
 
 
@@ -141,6 +231,17 @@ def exposed(principal: Principal, agent: str, public: bool, *, named_only: bool)
     if public or not named_only:
         return True
     return principal is not ANYONE and principal.may_call(agent, public)
+
+
+#: Request metadata with which a front-end reads the public directory without credentials:
+#: the description (Function) and listing (List) of *public* networks, what A2A Agent Cards
+#: publish to anyone so that a client can learn how to authenticate. Nothing else is
+#: answered without credentials: a private network is not there, a chat needs a key or token.
+PUBLIC_DIRECTORY_METADATA_KEY = "neuro-san-public-directory"
+
+
+def public_directory(metadata: Iterable[tuple[str, Any]]) -> bool:
+    return any(key == PUBLIC_DIRECTORY_METADATA_KEY and value == "true" for key, value in metadata)
 
 
 def credentials_from_metadata(metadata: Iterable[tuple[str, Any]]) -> list[str]:

@@ -7,7 +7,9 @@ Who has to act decides the class::
     │   ├── InvalidRequest             INVALID_ARGUMENT  400
     │   ├── AgentNotFound              NOT_FOUND         404
     │   ├── Unauthenticated            UNAUTHENTICATED   401
+    │   │   └── InvalidToken           (an OAuth access token refused)
     │   └── PermissionDenied           PERMISSION_DENIED 403
+    │       └── InsufficientScope      (an OAuth token's scopes do not cover the call)
     ├── CapacityError                  try again later
     │   ├── Overloaded                 RESOURCE_EXHAUSTED 429 (503 over HTTP, see below)
     │   └── Draining                   UNAVAILABLE       503
@@ -141,6 +143,24 @@ class Unauthenticated(RequestError):
 class PermissionDenied(RequestError):
     code = Code.PERMISSION_DENIED
     reason = "PERMISSION_DENIED"
+
+
+class InvalidToken(Unauthenticated):
+    """An OAuth access token that is not valid here (signature, issuer, audience, expiry):
+    HTTP answers it with ``WWW-Authenticate: Bearer error="invalid_token"``."""
+
+    reason = "INVALID_TOKEN"
+
+
+class InsufficientScope(PermissionDenied):
+    """An OAuth access token whose scopes do not cover the call: HTTP answers it with
+    ``WWW-Authenticate: Bearer error="insufficient_scope", scope="<scope>"``."""
+
+    reason = "INSUFFICIENT_SCOPE"
+
+    def __init__(self, message: str, scope: str) -> None:
+        super().__init__(message)
+        self.scope = scope
 
 
 class CapacityError(NeuroSanError):

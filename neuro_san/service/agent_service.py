@@ -30,6 +30,7 @@ from neuro_san.core.access import (
     credentials_from_metadata,
     exposed,
     private_named_only,
+    public_directory,
 )
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
@@ -175,13 +176,21 @@ class AgentRouter(grpc.GenericRpcHandler):
     def _connectivity(self, agent: str, _request: agent_pb2.ConnectivityRequest) -> agent_pb2.ConnectivityResponse:
         return convert.connectivity_to_proto(*self._host.connectivity(agent))
 
-    def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None) -> str:
-        """The agent the call names, once the caller is allowed to call it."""
+    async def _agent_name(
+        self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None,
+        directory: bool = False,
+    ) -> str:
+        """The agent the call names, once the caller (API key or OAuth access token) is
+        allowed to call it; ``directory``: a method of the public directory (Function)."""
         name = fixed if fixed is not None else self._named_in_metadata(context)
         metadata = context.invocation_metadata() or ()
+        if directory and public_directory(metadata):  # a public description, read without credentials
+            if not self._host.is_public(name):
+                raise AgentNotFound(name)
+            return name
         principal = ANYONE
         if self._access.enabled:
-            principal = self._access.authenticate(credentials_from_metadata(metadata))
+            principal = await self._access.identify(credentials_from_metadata(metadata))
             self._access.check(principal, name, self._host.is_public(name))
             if call is not None:
                 call.principal = principal
@@ -252,7 +261,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed(method, agent, context) as call:
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    call.bind(self._agent_name(agent, context))
+                    call.bind(await self._agent_name(agent, context, directory=method == "Function"))
                     return produce(call.agent, request)
             except Exception as error:
                 await abort_with(context, error)
@@ -269,7 +278,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    name = call.bind(self._agent_name(agent, context, call))
+                    name = call.bind(await self._agent_name(agent, context, call))
                     caller, limits = caller_of(call.principal, context.peer(), context.invocation_metadata() or ())
                     async with self._gate.chat(caller, limits) as on_usage:
                         chat_request = convert.request_from_proto(request, self._metadata(context))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
-from neuro_san.core.access import AccessPolicy, credentials_from_metadata
+from neuro_san.core.access import AccessPolicy, credentials_from_metadata, public_directory
 from neuro_san.core.host import AgentHost
 from neuro_san.core.mcp_listing import mcp_listing, wants_mcp_listing
 from neuro_san.service.errors import abort_with
@@ -22,10 +22,10 @@ class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):
     ) -> concierge_pb2.ConciergeResponse:
         try:
             metadata = context.invocation_metadata() or ()
-            if not self._access.enabled:
+            if not self._access.enabled or public_directory(metadata):  # the public directory: no credentials
                 visible = self._host.list_agents()
             else:
-                principal = self._access.authenticate(credentials_from_metadata(metadata))
+                principal = await self._access.identify(credentials_from_metadata(metadata))
                 everything = self._host.list_agents(include_private=True)
                 visible = [a for a in everything if principal.may_call(a.agent_name, a.public)]
             if wants_mcp_listing(metadata):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.env_settings import env_number
+from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
 from neuro_san.core.token_budgets import TokenLedger
@@ -42,6 +43,7 @@ from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PrometheusTelemetry
+from neuro_san.service.oauth import JwtVerifier, OAuthSettings
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,27 @@ def _env_float(name: str, default: float) -> float:
 def _env_path(name: str) -> Path | None:
     value = os.environ.get(name, "").strip()
     return Path(value) if value else None
+
+
+#: Request metadata that carries credentials: never forwarded to LLMs, tools or external agents.
+_CREDENTIAL_METADATA = frozenset({"authorization", "x-api-key"})
+
+
+def _forwarded(value: str) -> tuple[str, ...]:
+    names = tuple(value.replace(",", " ").split())
+    leaking = sorted(_CREDENTIAL_METADATA & {name.lower() for name in names})
+    if leaking:
+        raise ConfigurationError(
+            f"AGENT_FORWARDED_REQUEST_METADATA names {leaking}: a caller's API key or OAuth access token is "
+            "never forwarded to LLMs, tools or external agents"
+        )
+    return names
+
+
+def _access(env: Mapping[str, str]) -> AccessPolicy:
+    """API keys, and OAuth access tokens when ``AGENT_OAUTH_ISSUER`` is set."""
+    settings = OAuthSettings.from_env(env)
+    return AccessPolicy.from_env(env).with_tokens(JwtVerifier(settings) if settings is not None else None)
 
 
 @dataclass
@@ -117,12 +140,12 @@ class ServerConfig:
             server_name=env.get("AGENT_SERVER_NAME", "neuro-san.Agent") or "neuro-san.Agent",
             manifest_paths=manifest_paths_from_env(env.get("AGENT_MANIFEST_FILE")),
             tool_paths=tool_paths,
-            forwarded_metadata=tuple(forwarded.replace(",", " ").split()),
+            forwarded_metadata=_forwarded(forwarded),
             keepalive_seconds=_env_float("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", 0.0),
             manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
             max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
             chat_context_key=env.get("AGENT_CHAT_CONTEXT_KEY", "").encode() or None,
-            access=AccessPolicy.from_env(env),
+            access=_access(env),
             tls_cert=_env_path("AGENT_TLS_CERT_FILE"),
             tls_key=_env_path("AGENT_TLS_KEY_FILE"),
             tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
@@ -237,7 +260,7 @@ class AgentServer:
         if not access.enabled and self.config.host not in ("127.0.0.1", "localhost", "::1"):
             log.warning(
                 "listening on %s without authentication: anyone who can reach this port can call every "
-                "agent; set AGENT_API_KEYS or AGENT_API_KEYS_FILE",
+                "agent; set AGENT_API_KEYS, AGENT_API_KEYS_FILE or AGENT_OAUTH_ISSUER",
                 self.config.host,
             )
         names = sorted(self.registry.networks())

@@ -53,22 +53,27 @@ def write_registry(folder: Path) -> Path:
 
 
 @contextmanager
-def mcp_server(folder: Path, env: dict[str, str] | None = None, keys: bool = True) -> Iterator[ServerProcess]:
+def mcp_server(
+    folder: Path, env: dict[str, str] | None = None, keys: bool = True, http_port: int | None = None
+) -> Iterator[ServerProcess]:
     """``neuro-san serve`` over that registry, HTTP on, with the API keys unless ``keys`` is False."""
     manifest = write_registry(folder)
     full_env = {"AGENT_TOOL_PATH": str(ROOT / "neuro_san" / "coded_tools"), **(env or {})}
     if keys:
         full_env["AGENT_API_KEYS_FILE"] = str(folder / "keys.yaml")
-    with start_server(manifest=manifest, env=full_env, http=True) as server:
+    with start_server(manifest=manifest, env=full_env, http=True, http_port=http_port) as server:
         yield server
 
 
 @asynccontextmanager
-async def mcp_client(server: ServerProcess, key: str | None = USER_KEY, **headers: str) -> AsyncIterator[Client]:
-    """The SDK's Client over Streamable HTTP, sending ``Authorization: Bearer key``."""
+async def mcp_client(
+    server: ServerProcess, key: str | None = USER_KEY, mode: str = "auto", **headers: str
+) -> AsyncIterator[Client]:
+    """The SDK's Client over Streamable HTTP, sending ``Authorization: Bearer key``; ``mode``
+    is the SDK's: ``auto`` (discover, else the handshake), ``legacy``, or a modern revision."""
     sent = {**headers}
     if key is not None:
         sent["Authorization"] = f"Bearer {key}"
     async with httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(30, read=60)) as http:
-        async with Client(streamable_http_client(f"{server.http_base}/mcp", http_client=http)) as client:
+        async with Client(streamable_http_client(f"{server.http_base}/mcp", http_client=http), mode=mode) as client:
             yield client

@@ -72,10 +72,12 @@ def launch(
     http: bool = False,
     extra_args: list[str] | None = None,
     timeout: float = 20.0,
+    http_port: int | None = None,
 ) -> ServerProcess:
-    """Start ``neuro-san serve`` and wait until it is ready. The caller terminates it."""
+    """Start ``neuro-san serve`` and wait until it is ready. The caller terminates it.
+    ``http_port``: a port chosen beforehand (when the settings must name the server's URL)."""
     grpc_port = free_port()
-    http_port = free_port() if http else 0
+    http_port = (http_port or free_port()) if http else 0
     args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", str(grpc_port)]
     args += ["--http-port", str(http_port)] if http else ["--no-http"]
     args += ["--manifest", str(manifest or BUNDLED_MANIFEST)]
@@ -104,9 +106,10 @@ def start_server(
     env: dict[str, str] | None = None,
     http: bool = False,
     extra_args: list[str] | None = None,
+    http_port: int | None = None,
 ) -> Iterator[ServerProcess]:
     """A running server for the duration of the ``with`` block."""
-    server = launch(manifest, env, http, extra_args)
+    server = launch(manifest, env, http, extra_args, http_port=http_port)
     try:
         yield server
     finally:

@@ -195,9 +195,14 @@ def test_cancel_a_slow_chat_closes_its_llm_connection() -> None:
 def test_with_api_keys_cards_declare_them_and_calls_need_one() -> None:
     with start_server(http=True, env={"AGENT_API_KEYS": "a2a-key,other-key"}) as secured:
         card_url = f"{secured.http_base}/a2a/math_guy/.well-known/agent-card.json"
-        assert httpx.get(card_url, timeout=10).status_code == 401  # as on every other route
-        card = httpx.get(card_url, headers={"Authorization": "Bearer a2a-key"}, timeout=10).json()
+        # Cards need no key (they say how to authenticate: the A2A spec's intent); everything else does.
+        anonymous = httpx.get(card_url, timeout=10)
+        assert anonymous.status_code == 200
+        card = anonymous.json()
         assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+        assert httpx.get(card_url, headers={"Authorization": "Bearer a2a-key"}, timeout=10).json() == card
+        assert httpx.get(card_url, headers={"Authorization": "Bearer wrong"}, timeout=10).status_code == 401
+        assert httpx.get(f"{secured.http_base}/api/v1/list", timeout=10).status_code == 401
         body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
         assert httpx.post(f"{secured.http_base}/a2a/math_guy", json=body, timeout=10).status_code == 401
 

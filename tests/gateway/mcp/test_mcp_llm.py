@@ -1,6 +1,6 @@
 """The MCP server with a fake LLM behind it: cancelling a call (the client's
-notifications/cancelled, or its connection closing) stops the chat and its LLM call;
-a network that fails is a tool error; the network's time budget applies."""
+notifications/cancelled, its connection closing, at 2026-07-28 its closed response
+stream) stops the chat and its LLM call; a network that fails is a tool error; the network's time budget applies."""
 
 from __future__ import annotations
 
@@ -40,14 +40,14 @@ def _settled(fake: FakeLlmServer, cancelled_before: int) -> bool:
     return fake.handlers_cancelled > cancelled_before and fake.open_connections == 0
 
 
-@pytest.mark.parametrize("how", ["sdk-cancel", "notification", "disconnect"])
+@pytest.mark.parametrize("how", ["sdk-cancel", "modern-sdk-cancel", "notification", "disconnect", "modern-close"])
 def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, ServerProcess], how: str) -> None:
     fake, server = rig
     fake.rule = load.fixed_rule(Reply.stall(60.0))
     before_requests, before_cancelled = fake.request_count, fake.handlers_cancelled
 
     async def sdk_cancel() -> None:
-        async with mcp_client(server, key=None) as client:
+        async with mcp_client(server, key=None, mode="legacy") as client:
             call = asyncio.create_task(client.call_tool("echo", {"user_message": {"text": "wait"}}))
             assert await _until(lambda: fake.request_count > before_requests)
             call.cancel()
@@ -55,6 +55,17 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
                 await call
             # Leave only once the server has answered the cancelled POST: the SDK's
             # transport fails its teardown if a response lands while it closes.
+            assert await _until(lambda: _settled(fake, before_cancelled))
+            await asyncio.sleep(0.5)
+
+    async def modern_sdk_cancel() -> None:
+        # The SDK's client pinned to 2026-07-28 cancels by closing the call's response stream.
+        async with mcp_client(server, key=None, mode="2026-07-28") as client:
+            call = asyncio.create_task(client.call_tool("echo", {"user_message": {"text": "wait"}}))
+            assert await _until(lambda: fake.request_count > before_requests)
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
             assert await _until(lambda: _settled(fake, before_cancelled))
             await asyncio.sleep(0.5)
 
@@ -78,7 +89,23 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
             with contextlib.suppress(asyncio.CancelledError):
                 await post
 
-    scenario = {"sdk-cancel": sdk_cancel, "notification": by_notification, "disconnect": by_disconnect}[how]
+    async def by_closing_a_modern_stream() -> None:
+        # 2026-07-28: closing the request's own response is its cancellation (no notification).
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        body = _call("wait", 8)
+        body["params"]["_meta"] = meta  # type: ignore[index]
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Accept": "application/json, text/event-stream",
+                   "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+        async with aiohttp.ClientSession(headers=headers) as session:
+            post = asyncio.create_task(session.post(f"{server.http_base}/mcp", json=body))
+            assert await _until(lambda: fake.request_count > before_requests)
+            post.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await post
+
+    scenario = {"sdk-cancel": sdk_cancel, "notification": by_notification, "disconnect": by_disconnect,
+                "modern-close": by_closing_a_modern_stream, "modern-sdk-cancel": modern_sdk_cancel}[how]
     try:
         asyncio.run(scenario())
         assert load.wait_until(lambda: _settled(fake, before_cancelled), within=10), (

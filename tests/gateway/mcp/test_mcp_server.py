@@ -27,7 +27,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 def test_initialize_negotiates_the_newest_revision_and_lists_the_public_mcp_networks(served: ServerProcess) -> None:
     async def scenario() -> None:
-        async with mcp_client(served) as client:
+        async with mcp_client(served, mode="legacy") as client:
             assert client.protocol_version == "2025-11-25"
             assert client.server_info is not None and client.server_info.name == "Neuro-san-MCPServer"
             assert client.server_capabilities.tools is not None

@@ -109,7 +109,7 @@ def test_bad_requests_get_clear_json_rpc_errors(
     reply = json.loads(raw)
     assert reply["jsonrpc"] == "2.0" and reply["error"]["code"] == code and reply["error"]["message"]
     if code == -32022:
-        assert reply["error"]["data"]["supported"] == ["2025-03-26", "2025-06-18", "2025-11-25"]
+        assert reply["error"]["data"]["supported"] == ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
 
 
 def test_batches_follow_json_rpc_under_2025_03_26(served: ServerProcess) -> None:
