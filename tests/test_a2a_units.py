@@ -10,6 +10,7 @@ from a2a.types import Task
 
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.state.memory import LruDocuments, MemoryState
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.network.a2a_refs import a2a_headers, a2a_url, ref_from_dict
 from neuro_san.runtime.tool_binding import tool_function_name
@@ -17,14 +18,25 @@ from neuro_san.runtime.tool_binding import tool_function_name
 
 def test_the_context_memory_is_bounded_and_expires() -> None:
     now = [0.0]
-    store = ConversationStore(max_entries=2, ttl_seconds=10, clock=lambda: now[0])
-    store.put("a", {"n": 1})
-    store.put("b", {"n": 2})
+    store = LruDocuments(max_entries=2, clock=lambda: now[0])
+    store.put("a", {"n": 1}, 10)
+    store.put("b", {"n": 2}, 10)
     assert store.get("a") == {"n": 1}  # a is now the most recently used
-    store.put("c", {"n": 3})
+    store.put("c", {"n": 3}, 10)
     assert store.get("b") is None and store.get("a") == {"n": 1} and len(store) == 2
     now[0] = 10.0
     assert store.get("a") is None and store.get("c") is None
+
+
+def test_the_conversation_store_keeps_contexts_in_the_shared_state() -> None:
+    async def scenario() -> None:
+        state = MemoryState()
+        store, other = ConversationStore(state), ConversationStore(state)
+        await store.put("owner:ctx", {"chat_histories": []})
+        assert await other.get("owner:ctx") == {"chat_histories": []}
+        assert await other.get("someone-else:ctx") is None
+
+    asyncio.run(scenario())
 
 
 def test_the_task_store_forgets_the_oldest_and_scopes_by_owner() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 from a2a.server.context import ServerCallContext
@@ -37,8 +37,13 @@ from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, Net
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.state import process_state, release_state
 from gateway.transcoder.forward import json_response
 from gateway.transcoder.marshal import dumps
+
+if TYPE_CHECKING:
+    from gateway.a2a.redis_tasks import RedisTaskStore
+    from gateway.state.redis_state import RedisState
 
 #: Seconds a card lookup (Function / List) may take.
 _LOOKUP_TIMEOUT = 10.0
@@ -88,16 +93,25 @@ class A2AFrontEnd:
         self.context = context
         self._function = context.method("AgentService", "Function")
         self._list = context.method("ConciergeService", "List")
-        self.conversations = conversations or ConversationStore()
+        self.state = process_state()
+        self.conversations = conversations or ConversationStore(self.state)
         self._secured = _api_keys_configured()
+        self.tasks: RedisTaskStore | None = None
+        if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
+            from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only when configured
+
+            self.tasks = RedisTaskStore(cast(RedisState, self.state))
+            self.tasks.start()
         executor = NetworkExecutor(
-            context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds
+            context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
+            self.state, self.tasks,
         )
         self.handler = DefaultRequestHandler(
             agent_executor=executor,
-            task_store=BoundedTaskStore(),
+            task_store=self.tasks or BoundedTaskStore(),
             # Only read for the extended card, which we do not offer; the real cards are per request.
             agent_card=server_card("http://localhost", [("neuro-san", "agent networks", [])], self._secured),
+            event_stream=self.tasks,
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
@@ -155,6 +169,9 @@ class A2AFrontEnd:
         agent = captures["agent"]
         if self.context.is_draining():
             return _jsonrpc_error(503, -32603, "the server is shutting down; retry on another replica")
+        if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
+            return _jsonrpc_error(503, -32603, "the shared task store (Redis) is unreachable; retry later",
+                                  headers=[("Retry-After", "5")])
         try:
             await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
@@ -191,6 +208,9 @@ class A2AFrontEnd:
 
     async def close(self) -> None:
         await self.handler.aclose()
+        if self.tasks is not None:
+            await self.tasks.close()
+        await release_state()
 
 
 def make_a2a_frontend(context: FrontEndContext) -> A2AFrontEnd:
