@@ -100,7 +100,7 @@ class A2AFrontEnd:
         if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
             from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only when configured
 
-            self.tasks = RedisTaskStore(cast(RedisState, self.state))
+            self.tasks = RedisTaskStore(cast("RedisState", self.state))
             self.tasks.start()
         executor = NetworkExecutor(
             context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,

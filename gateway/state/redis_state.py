@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from gateway.state import CancelCallback, ChatKind, SharedState, StateUnavailable
 from gateway.state.memory import DEFAULT_MAX_ENTRIES, LocalChats
@@ -63,10 +64,11 @@ return 1
 
 
 def connect(url: str, socket_timeout: float | None = SOCKET_TIMEOUT) -> Any:
-    """A client that fails fast: short timeouts, no retries (the caller decides)."""
+    """A client that fails fast: short timeouts, and one immediate retry on a broken
+    connection only (a pooled connection that a restarted Redis closed), never on a timeout."""
     return aioredis.from_url(
         url, socket_timeout=socket_timeout, socket_connect_timeout=SOCKET_TIMEOUT,
-        retry=Retry(NoBackoff(), 0), retry_on_timeout=False, health_check_interval=0,
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)), retry_on_timeout=False,
     )
 
 
