@@ -143,7 +143,7 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
             seen = await asyncio.wait_for(tail, 15)
             assert seen[0].task.id == task_id
             assert seen[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
-            await stream.aclose()
+            await stream.aclose()  # type: ignore[attr-defined]
             # r0, running the chat, dropped its LLM connection (the fake's handler saw the client go).
             assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
             assert (await c2.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED

@@ -138,7 +138,8 @@ def cluster(folder: Path, env: dict[str, str], replicas: int = 3) -> Iterator[Cl
         config.write_text(haproxy_config(http_port, grpc_port, servers))
         balancer = subprocess.Popen(["haproxy", "-db", "-f", str(config)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        stack.callback(lambda: (balancer.kill(), balancer.wait(5)))
+        stack.callback(balancer.wait, 5)
+        stack.callback(balancer.kill)
         _wait_port(http_port)
         _wait_port(grpc_port)
         yield Cluster(redis, servers, http_port, grpc_port, balancer)
