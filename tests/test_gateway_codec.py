@@ -11,10 +11,10 @@ import yaml
 from google.protobuf import struct_pb2
 from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
 
-from gateway.host.app import default_services
 from gateway.host.errors import GatewayError
 from gateway.host.metadata import HeaderMapper, metadata_to_headers, parse_timeout
 from gateway.transcoder.binder import RequestBinder
+from gateway.transcoder.frontend import default_services
 from gateway.transcoder.marshal import MessageCodec, whole_numbers_to_int
 from gateway.transcoder.openapi import build_document
 from gateway.transcoder.routes import Route, routes_from_services

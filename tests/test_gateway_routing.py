@@ -6,9 +6,9 @@ import pytest
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-from gateway.host.app import default_services
 from gateway.host.mux import Entry, MethodNotAllowed, NoRoute, Router
 from gateway.host.pattern import CompiledPattern, InvalidTemplateError, parse_template, split_path
+from gateway.transcoder.frontend import default_services
 from gateway.transcoder.routes import Route, RouteConfigError, check_conflicts, routes_from_services
 
 

@@ -46,7 +46,7 @@ class _Real:
     def routes(self) -> Iterable[FrontEndRoute]:
         return [FrontEndRoute("GET", "/x/{agent}", "x", self.answer)]
 
-    async def answer(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def answer(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         return web.Response(text=captures["agent"])
 
     async def close(self) -> None:
@@ -65,7 +65,7 @@ def test_the_first_requests_build_the_front_end_once() -> None:
 
     async def race() -> list[str]:
         request = cast(web.Request, None)
-        replies = await asyncio.gather(*(route.handler(request, {"agent": str(n)}) for n in range(20)))
+        replies = await asyncio.gather(*(route.handler(request, {"agent": str(n)}, b"") for n in range(20)))
         await lazy.close()
         return [cast(web.Response, reply).text or "" for reply in replies]
 
@@ -77,7 +77,7 @@ def test_declared_routes_that_drift_from_the_real_ones_fail_loudly() -> None:
     lazy = LazyFrontEnd(_context(), "test", [RouteSpec("POST", "/x/{agent}", "x")], lambda: _Real)
     (route,) = lazy.routes()
     with pytest.raises(RuntimeError, match="routes differ"):
-        asyncio.run(route.handler(cast(web.Request, None), {"agent": "a"}))
+        asyncio.run(route.handler(cast(web.Request, None), {"agent": "a"}, b""))
 
 
 def test_closing_an_unused_front_end_does_not_load_it() -> None:
@@ -100,7 +100,8 @@ def test_the_declared_routes_are_the_real_front_ends_routes() -> None:
 
     for declared, routes in ((A2A_ROUTES, A2AFrontEnd.routes), (MCP_ROUTES, McpFrontEnd.routes)):
         real = routes(cast(Any, _Unbound()))
-        assert {RouteSpec(r.http_method, r.template, r.name) for r in real} == set(declared)
+        assert {RouteSpec(r.http_method, r.template, r.name, r.refusal, r.takes_body, r.drains)
+                for r in real} == set(declared)
 
 
 class _Unbound:

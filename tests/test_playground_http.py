@@ -150,7 +150,7 @@ def test_a_broken_install_says_what_is_missing(caplog: pytest.LogCaptureFixture)
         frontend = PlaygroundFrontEnd(cast(Any, None), True, AssetTable({}, ("index.html", "js/main.js")))
     assert "playground assets missing" in caplog.text and "js/main.js" in caplog.text
     request = make_mocked_request("GET", "/", headers={"Accept": "text/html"})
-    response = asyncio.run(frontend.root(request, {}))
+    response = asyncio.run(frontend.root(request, {}, b""))
     assert response.status == 503
     assert b"js/main.js" in cast(bytes, cast(Any, response).body)
 
@@ -165,7 +165,7 @@ class _RoutesOf:
 
 def test_the_start_up_line_names_mcp_only_when_it_is_mounted() -> None:
     def handle(*frontends: _RoutesOf) -> Any:
-        return SimpleNamespace(scheme="http", port=8080, gateway=SimpleNamespace(frontends=list(frontends)))
+        return SimpleNamespace(scheme="http", port=8080, host=SimpleNamespace(frontends=list(frontends)))
 
     plain = urls_line("0.0.0.0", 30011, handle(_RoutesOf("/", "/playground/{path=**}")), True)
     assert plain == ("neuro-san: playground http://127.0.0.1:8080/ · REST http://127.0.0.1:8080/api/v1/"

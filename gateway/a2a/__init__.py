@@ -11,18 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.host.frontends import FrontEndFactory, RouteSpec, lazy_frontend
+from gateway.a2a.routes import A2A_ROUTES
+from gateway.host.frontends import FrontEndFactory, lazy_frontend
 
 if TYPE_CHECKING:
     from gateway.a2a.frontend import A2AFrontEnd, make_a2a_frontend
-
-#: The paths :class:`~gateway.a2a.frontend.A2AFrontEnd` serves (checked when it loads).
-A2A_ROUTES = (
-    RouteSpec("GET", "/.well-known/agent-card.json", "a2a_server_card"),
-    RouteSpec("GET", "/a2a/{agent}/.well-known/agent-card.json", "a2a_agent_card"),
-    RouteSpec("GET", "/a2a/{agent}/.well-known/agent.json", "a2a_agent_card_v03"),
-    RouteSpec("POST", "/a2a/{agent}", "a2a_jsonrpc"),
-)
 
 
 def _load() -> FrontEndFactory:

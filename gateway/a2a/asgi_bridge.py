@@ -86,9 +86,8 @@ class _Responder:
                 await self.response.write_eof()
 
 
-async def call_asgi(app: AsgiApp, request: web.Request, extra: dict[str, Any]) -> web.StreamResponse:
-    """Serve ``request`` with ``app``; the body is read up front (the gateway caps its size)."""
-    body = await request.read()
+async def call_asgi(app: AsgiApp, request: web.Request, body: bytes, extra: dict[str, Any]) -> web.StreamResponse:
+    """Serve ``request`` with ``app``; ``body`` is what the host's guarded reader read."""
     delivered = False
 
     async def receive() -> Message:

@@ -34,12 +34,12 @@ from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
+from gateway.a2a.routes import A2A_ROUTES
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.responses import dumps, json_response
 from gateway.state import process_state, release_state
-from gateway.transcoder.forward import json_response
-from gateway.transcoder.marshal import dumps
 
 if TYPE_CHECKING:
     from gateway.a2a.redis_tasks import RedisTaskStore
@@ -86,6 +86,16 @@ def _refused(request_id: Any, failure: RpcFailure) -> JSONResponse:
                         status_code=failure.http_status, headers=dict(failure.headers()))
 
 
+STATE_UNAVAILABLE = "the shared task store (Redis) is unreachable; retry later"
+RETRY_AFTER = "5"
+
+
+def _state_unavailable(request_id: Any) -> JSONResponse:
+    error = {"code": -32603, "message": STATE_UNAVAILABLE}
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=503,
+                        headers={"Retry-After": RETRY_AFTER})
+
+
 class A2AFrontEnd:
     """Serves the cards and the JSON-RPC binding; one task store and executor for all networks."""
 
@@ -116,15 +126,14 @@ class A2AFrontEnd:
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
     def routes(self) -> Iterable[FrontEndRoute]:
-        return [
-            FrontEndRoute("GET", "/.well-known/agent-card.json", "a2a_server_card", self.server_card),
-            FrontEndRoute("GET", "/a2a/{agent}/.well-known/agent-card.json", "a2a_agent_card", self.agent_card),
-            FrontEndRoute("GET", "/a2a/{agent}/.well-known/agent.json", "a2a_agent_card_v03", self.agent_card),
-            FrontEndRoute("POST", "/a2a/{agent}", "a2a_jsonrpc", self.jsonrpc),
-        ]
+        handlers = {"a2a_server_card": self.server_card, "a2a_agent_card": self.agent_card,
+                     "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc}
+        return [FrontEndRoute(s.http_method, s.template, s.name, handlers[s.name], refusal=s.refusal,
+                              takes_body=s.takes_body, drains=s.drains) for s in A2A_ROUTES]
 
     def _metadata(self, request: web.Request) -> list[tuple[str, Any]]:
-        return self.context.metadata(request)
+        # A private network is not there over A2A unless the caller's key names it.
+        return self.context.metadata(request, private_named_only=True)
 
     async def _description(self, request: web.Request, agent: str) -> str:
         """The network's description; raises AioRpcError (unknown network, no key…)."""
@@ -144,7 +153,7 @@ class A2AFrontEnd:
             pass  # tags are a nicety; the Function call said the network is there
         return description, tags
 
-    async def agent_card(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def agent_card(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         agent = captures["agent"]
         try:
             description, tags = await self._describe(request, agent)
@@ -154,7 +163,9 @@ class A2AFrontEnd:
         card = network_card(_base_url(request), agent, description, tags, self._secured)
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
-    async def server_card(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def server_card(self, request: web.Request, _captures: dict[str, str], _body: bytes) -> (
+        web.StreamResponse
+    ):
         try:
             listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._metadata(request),
                                        timeout=_LOOKUP_TIMEOUT)
@@ -165,13 +176,10 @@ class A2AFrontEnd:
         card = server_card(_base_url(request), agents, self._secured)
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
-    async def jsonrpc(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
-        if self.context.is_draining():
-            return _jsonrpc_error(503, -32603, "the server is shutting down; retry on another replica")
         if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
-            return _jsonrpc_error(503, -32603, "the shared task store (Redis) is unreachable; retry later",
-                                  headers=[("Retry-After", "5")])
+            return _jsonrpc_error(503, -32603, STATE_UNAVAILABLE, headers=[("Retry-After", RETRY_AFTER)])
         try:
             await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
@@ -179,7 +187,7 @@ class A2AFrontEnd:
             code = failure.jsonrpc_code if failure.is_refusal else -32600
             return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(), failure.headers())
         try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
-            body = json.loads(await request.read())
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:
             return _jsonrpc_error(200, -32700, f"Parse error: {error}")
         version = request.headers.get(VERSION_HEADER, "").strip()
@@ -196,15 +204,22 @@ class A2AFrontEnd:
             OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
         }
 
+        outages = self.state.outages
+
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             response = await self._dispatcher.handle_requests(Request(scope, receive))
-            if refusals and isinstance(response, JSONResponse):
+            if self.state.outages != outages and isinstance(response, JSONResponse) \
+                    and b'"error"' in bytes(response.body):
+                # Redis went away during this request (the SDK said "internal error"): nothing
+                # is sent yet, so answer as for a request that found it away, 503.
+                response = _state_unavailable(body.get("id") if isinstance(body, dict) else None)
+            elif refusals and isinstance(response, JSONResponse):
                 # SendMessage waited for the task, which the service refused: nothing is sent
                 # yet, so say it as REST does. A stream has started: its task failed with the message.
                 response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
             await response(scope, receive, send)
 
-        return await call_asgi(app, request, {_SCOPE_STATE: state})
+        return await call_asgi(app, request, raw, {_SCOPE_STATE: state})
 
     async def close(self) -> None:
         await self.handler.aclose()

@@ -1,58 +1,38 @@
-"""The aiohttp application: one catch-all handler in front of the route table.
+"""The host's aiohttp application: one catch-all handler in front of one route table.
 
-Everything per route (compiled pattern, binder, codecs, multicallable) is prepared in
-:class:`Gateway`'s constructor; a request only matches, binds, calls and renders.
-aiohttp's own router sees a single catch-all route, so 404, 405 (with ``Allow``)
-and every other error come out of one place with the same Status body.
+Every front-end (the REST transcoder, MCP, A2A, the playground) gives the host its
+routes through the seam (:mod:`gateway.host.frontends`); the host adds its own
+endpoints (``/healthz``, ``/readyz``, ``/livez``, ``/metrics``). aiohttp's router sees
+a single catch-all route, so 404, 405 (with ``Allow``), OPTIONS and CORS come out of one
+place, and so do the guards every route gets by construction: refusal while draining,
+and the body read through :func:`gateway.host.body.read_guarded_body` before the
+handler runs. Each refusal is phrased by the matched route's renderer.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
-from google.protobuf.descriptor import ServiceDescriptor
 
 from gateway.config import GatewayConfig
-from gateway.host.connection_guard import read_body
-from gateway.host.errors import GatewayError, encode_status
-from gateway.host.frontends import FrontEnd, FrontEndContext, FrontEndFactory, FrontEndRoute
+from gateway.host.body import read_guarded_body
+from gateway.host.errors import GatewayError, status_refusal
+from gateway.host.frontends import FrontEnd, FrontEndContext, FrontEndFactory, FrontEndRoute, RefusalRenderer
 from gateway.host.health import probe
-from gateway.host.metadata import HeaderMapper, parse_timeout
+from gateway.host.metadata import HeaderMapper
 from gateway.host.metrics import CLIENT_CLOSED, PREFLIGHT, UNMATCHED, metrics_endpoint, observe
 from gateway.host.mux import Entry, MethodNotAllowed, NoRoute, Router
 from gateway.host.pattern import CompiledPattern, Template, parse_template
-from gateway.invokers.channel import Invoker
-from gateway.transcoder.binder import RequestBinder
-from gateway.transcoder.forward import SSE_TYPE, Forwarder, json_response
-from gateway.transcoder.marshal import MessageCodec, dumps
-from gateway.transcoder.openapi import build_document
-from gateway.transcoder.routes import Route, routes_from_services
+from gateway.invokers.interface import Invoker, MethodRef
 from neuro_san.core.errors import Code
 
 log = logging.getLogger(__name__)
 
-DOCS_PATH = "/api/v1/docs"
 METRICS_PATH = "/metrics"
-#: Body types read as JSON. Beyond JSON's own: text/plain, and the form type that
-#: ``curl -d`` sends by default, because upstream neuro-san parses any body as JSON and
-#: users' curl commands omit ``-H``. Anything else (multipart, XML, octet-stream…) is 415.
-_JSON_BODY_TYPES = frozenset(
-    {"application/json", "text/json", "text/plain", "application/x-www-form-urlencoded"}
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ApiTarget:
-    """A transcoded gRPC method binding."""
-
-    route: Route
-    binder: RequestBinder
-    forwarder: Forwarder
-
 
 InternalHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -66,74 +46,50 @@ class RouteLabel:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One of the gateway's own endpoints; ``name`` is its metrics label."""
+    """One of the host's own endpoints; ``name`` is its metrics label."""
 
     name: str
     handler: InternalHandler
 
 
-def default_services() -> list[ServiceDescriptor]:
-    """The services this project serves over HTTP."""
-    from neuro_san.api.grpc import agent_pb2, concierge_pb2
-
-    return [
-        agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
-        concierge_pb2.DESCRIPTOR.services_by_name["ConciergeService"],
-    ]
-
-
-class Gateway:
-    """Routes, codecs and callables, built once; ``dispatch`` serves every request."""
+class Host:
+    """The route table, built once from the front-ends; ``dispatch`` serves every request."""
 
     def __init__(
         self,
         invoker: Invoker,
         config: GatewayConfig,
-        services: Iterable[ServiceDescriptor] | None = None,
+        methods: Mapping[str, MethodRef],
         frontends: Iterable[FrontEndFactory] = (),
     ) -> None:
         self.invoker = invoker
         self.config = config
         self.draining = False
-        self.routes = routes_from_services(services or default_services())
         self.mapper = HeaderMapper(config.forwarded_headers)
         self._cors_origins = frozenset(config.cors_origins)
-        entries: list[Entry[ApiTarget | Endpoint | FrontEndRoute]] = []
-        for route in self.routes:
-            forwarder = Forwarder(
-                call=invoker.callable_for(route),
-                codec=MessageCodec(route.response_class),
-                response_body=route.response_body,
-            )
-            entries.append(Entry(route.http_method, route.pattern,
-                                 ApiTarget(route, RequestBinder(route), forwarder)))
-        self._docs_document = build_document(self.routes)
-        self._docs_json = dumps(self._docs_document)
-        self._docs_yaml = b""  # rendered on its first request: YAML costs ~45 ms of start-up
-        entries += [
-            Router.fixed("GET", DOCS_PATH, Endpoint("docs", self._docs)),
+        entries: list[Entry[Endpoint | FrontEndRoute]] = [
             Router.fixed("GET", "/healthz", Endpoint("healthz", self._health)),
             Router.fixed("GET", "/readyz", Endpoint("readyz", self._health)),
             Router.fixed("GET", "/livez", Endpoint("livez", self._liveness)),
         ]
         if config.metrics:
             entries.append(Router.fixed("GET", METRICS_PATH, Endpoint("metrics", metrics_endpoint)))
-        context = self._frontend_context = FrontEndContext(
+        self.context = FrontEndContext(
             invoker=invoker,
             config=config,
             headers=self.mapper,
             is_draining=lambda: self.draining,
-            routes_by_path={route.grpc_path: route for route in self.routes},
+            methods=methods,
         )
-        self.frontends: list[FrontEnd] = [factory(context) for factory in frontends]
+        self.frontends: list[FrontEnd] = [factory(self.context) for factory in frontends]
         for frontend in self.frontends:
-            for frontend_route in frontend.routes():
-                # "/" has no segment to parse: it is the template with none (the playground's page).
-                template = (Template("/", (), "") if frontend_route.template == "/"
-                            else parse_template(frontend_route.template))
-                pattern = CompiledPattern(template, greedy=frozenset(template.variable_names))
-                entries.append(Entry(frontend_route.http_method, pattern, frontend_route))
-        self.router: Router[ApiTarget | Endpoint | FrontEndRoute] = Router(entries)
+            for route in frontend.routes():
+                entries.append(Entry(route.http_method, route.pattern or _greedy_pattern(route.template), route))
+        self.router: Router[Endpoint | FrontEndRoute] = Router(entries)
+
+    def routes(self) -> list[FrontEndRoute]:
+        """Every front-end route in the table (the tests walk it to check the guards)."""
+        return [entry.target for entry in self.router.entries if isinstance(entry.target, FrontEndRoute)]
 
     async def close_frontends(self) -> None:
         for frontend in self.frontends:
@@ -143,9 +99,14 @@ class Gateway:
                 log.exception("closing a front-end failed")
 
     def make_app(self) -> web.Application:
+        # aiohttp's own cap is a backstop: bodies are read by read_guarded_body, which
+        # refuses past the same limit with the route's own error.
         app = web.Application(client_max_size=self.config.max_body_bytes)
         # [\s\S]: a decoded path may hold a newline, which "." would not match.
         app.router.add_route("*", r"/{tail:[\s\S]*}", self.dispatch)
+        # CORS headers go on every response as its headers are sent, so a stream a
+        # front-end prepared itself carries them too.
+        app.on_response_prepare.append(self._add_cors)
         return app
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -165,106 +126,65 @@ class Gateway:
                 observe(label.name, status, time.perf_counter() - started)
 
     async def _respond(self, request: web.Request, label: RouteLabel) -> web.StreamResponse:
-        cors = self._cors_headers(request)
         raw_path = request.rel_url.raw_path
+        refusal: RefusalRenderer = status_refusal
         try:
             if request.method == "OPTIONS":
                 label.name = PREFLIGHT
-                return self._with_cors(self._options(request, raw_path, cors), cors)
+                return self._options(request, raw_path)
             match = self.router.match(request.method, raw_path)
             target = match.target
-            if isinstance(target, ApiTarget):
-                label.name = target.route.method.name
-                response = await self._call(request, target, match.captures, cors)
-            elif isinstance(target, FrontEndRoute):
-                label.name = target.name
-                response = await target.handler(request, match.captures)
-            else:
-                label.name = target.name
+            label.name = target.name
+            if isinstance(target, Endpoint):
                 response = await target.handler(request)
+            else:
+                refusal = target.refusal
+                response = await self._serve_route(request, target, match.captures)
         except NoRoute:
-            response = _error_response(GatewayError(Code.NOT_FOUND, "Not Found"))
+            response = status_refusal(GatewayError(Code.NOT_FOUND, "Not Found"))
         except MethodNotAllowed as error:
-            response = _error_response(GatewayError(
+            response = status_refusal(GatewayError(
                 Code.UNIMPLEMENTED, "Method Not Allowed", status=405,
                 headers={"Allow": ", ".join(error.allowed)},
             ))
         except GatewayError as error:
-            response = _error_response(error)
+            response = refusal(error)
         except ConnectionError:
             raise
-        except Exception:  # a bug of ours: still a Status body, and the log has it
+        except Exception:  # a bug of ours: still an error body, and the log has it
             log.exception("gateway error on %s %s", request.method, raw_path)
-            response = _error_response(GatewayError(Code.INTERNAL, "internal gateway error"))
-        return self._with_cors(response, cors)
-
-    @staticmethod
-    def _with_cors(response: web.StreamResponse, cors: list[tuple[str, str]]) -> web.StreamResponse:
-        if not response.prepared:  # a stream already sent its headers, CORS included
-            for name, value in cors:
-                response.headers[name] = value
+            response = refusal(GatewayError(Code.INTERNAL, "internal gateway error"))
         return response
 
-    async def _call(
-        self,
-        request: web.Request,
-        target: ApiTarget,
-        captures: dict[str, str],
-        cors: list[tuple[str, str]],
+    async def _serve_route(
+        self, request: web.Request, route: FrontEndRoute, captures: dict[str, str]
     ) -> web.StreamResponse:
-        if self.draining:
-            raise GatewayError(Code.UNAVAILABLE, "the gateway is shutting down")
-        route = target.route
-        body = await self._read_body(request) if route.body else b""
-        metadata = self._frontend_context.metadata(request)  # per-address limits: see FrontEndContext
-        timeout = parse_timeout(request.headers.get("Grpc-Timeout"),
-                                self.config.max_timeout_seconds)
-        message, path_metadata = target.binder.bind(body, captures, request.query.items())
-        if path_metadata:  # the route's own variables win over headers of the same name
-            keys = {key for key, _ in path_metadata}
-            metadata = [item for item in metadata if item[0] not in keys] + list(path_metadata)
-        if not route.server_streaming:
-            return await target.forwarder.unary(message, metadata, timeout)
-        sse = SSE_TYPE in request.headers.get("Accept", "")
-        return await target.forwarder.stream(
-            request, message, metadata, timeout, sse=sse,
-            heartbeat_seconds=self.config.keepalive_seconds, extra_headers=cors,
-        )
+        """The guards every front-end route gets, then its handler."""
+        if route.drains and self.draining:
+            raise GatewayError(Code.UNAVAILABLE, "the server is shutting down; retry on another replica")
+        body = b""
+        if route.reads_body:
+            body = await read_guarded_body(
+                request, self.config.connection_limits.body_read_seconds, self.config.max_body_bytes
+            )
+        return await route.handler(request, captures, body)
 
-    async def _read_body(self, request: web.Request) -> bytes:
-        limit = self.config.max_body_bytes
-        length = request.content_length
-        if length is not None and length > limit:
-            raise _too_large(limit)
-        try:
-            body = await read_body(request, self.config.connection_limits.body_read_seconds, limit)
-        except web.HTTPRequestEntityTooLarge:
-            raise _too_large(limit) from None
-        if body and request.headers.get("Content-Type", "").strip():
-            content_type = request.content_type
-            if not (content_type in _JSON_BODY_TYPES or content_type.endswith("+json")):
-                raise GatewayError(
-                    Code.INVALID_ARGUMENT,
-                    f"unsupported Content-Type {content_type!r}: send a JSON body as application/json",
-                    status=415,
-                )
-        return body
-
-    def _options(self, request: web.Request, raw_path: str, cors: list[tuple[str, str]]) -> (
-        web.Response
-    ):
-        methods = self.router.allowed_methods(raw_path)
-        if not methods:
-            return _error_response(GatewayError(Code.NOT_FOUND, "Not Found"))
-        allow = ", ".join([*methods, "OPTIONS"])
-        response = web.Response(status=204, headers={"Allow": allow})
-        if cors:
-            response.headers["Access-Control-Allow-Methods"] = allow
+    async def _add_cors(self, request: web.Request, response: web.StreamResponse) -> None:
+        cors = self._cors_headers(request)
+        for name, value in cors:
+            response.headers[name] = value
+        if cors and request.method == "OPTIONS" and response.status == 204:
+            response.headers["Access-Control-Allow-Methods"] = response.headers.get("Allow", "")
             requested = request.headers.get("Access-Control-Request-Headers")
             if requested:
                 response.headers["Access-Control-Allow-Headers"] = requested
             response.headers["Access-Control-Max-Age"] = "600"
-        return response
+
+    def _options(self, request: web.Request, raw_path: str) -> web.Response:
+        methods = self.router.allowed_methods(raw_path)
+        if not methods:
+            return status_refusal(GatewayError(Code.NOT_FOUND, "Not Found"))
+        return web.Response(status=204, headers={"Allow": ", ".join([*methods, "OPTIONS"])})
 
     def _cors_headers(self, request: web.Request) -> list[tuple[str, str]]:
         origin = request.headers.get("Origin")
@@ -282,18 +202,6 @@ class Gateway:
             ("Vary", "Origin"),
         ]
 
-    async def _docs(self, request: web.Request) -> web.StreamResponse:
-        wants_yaml = "yaml" in request.headers.get("Accept", "") or (
-            request.query.get("format") == "yaml"
-        )
-        if wants_yaml:
-            if not self._docs_yaml:
-                import yaml
-
-                self._docs_yaml = yaml.safe_dump(self._docs_document, sort_keys=False).encode("utf-8")
-            return web.Response(body=self._docs_yaml, headers={"Content-Type": "application/yaml"})
-        return json_response(200, self._docs_json)
-
     async def _health(self, request: web.Request) -> web.StreamResponse:
         return await probe(self.invoker, request, liveness=False, draining=self.draining)
 
@@ -301,14 +209,7 @@ class Gateway:
         return await probe(self.invoker, request, liveness=True, draining=self.draining)
 
 
-def _too_large(limit: int) -> GatewayError:
-    return GatewayError(
-        Code.INVALID_ARGUMENT, f"request body is larger than {limit} bytes", status=413
-    )
-
-
-def _error_response(error: GatewayError) -> web.Response:
-    return json_response(
-        error.http_status, encode_status(error.status_dict()), list(error.headers.items())
-    )
-
+def _greedy_pattern(template_text: str) -> CompiledPattern:
+    # "/" has no segment to parse: it is the template with none (the playground's page).
+    template = Template("/", (), "") if template_text == "/" else parse_template(template_text)
+    return CompiledPattern(template, greedy=frozenset(template.variable_names))

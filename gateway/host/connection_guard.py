@@ -13,9 +13,9 @@ out of file descriptors. Here, per connection:
   gets an immediate ``503`` with ``Retry-After`` and ``Connection: close`` (a clean
   refusal a client can act on, never a hang); 0 turns a cap off.
 
-Each body read has its own deadline, enforced where the gateway reads bodies
-(:func:`read_body`). The caps count connections per process (each ``--workers`` process
-has its own).
+Each body read has its own deadline, enforced by the host's one body reader
+(:mod:`gateway.host.body`), which every route's body goes through. The caps count
+connections per process (each ``--workers`` process has its own).
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_server import Server
 
-from gateway.host.errors import GatewayError
 from neuro_san.core.env_settings import env_numbers
-from neuro_san.core.errors import Code
 
 log = logging.getLogger(__name__)
 
@@ -197,31 +195,3 @@ class GuardedAppRunner(web.AppRunner):
             loop=plain._loop,
             **plain._kwargs,
         )
-
-
-async def read_body(request: web.BaseRequest, per_read_seconds: float, limit: int) -> bytes:
-    """The request body, each read bounded by ``per_read_seconds`` (a client that stalls
-    mid-body gets 408 instead of holding the connection and its handler); over ``limit``
-    bytes, ``HTTPRequestEntityTooLarge``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        try:
-            async with asyncio.timeout(per_read_seconds):
-                chunk = await request.content.readany()
-        except TimeoutError:
-            # The rest of the body may still come: the connection cannot carry another
-            # request, so it closes once the answer is written.
-            request.protocol.close()
-            raise GatewayError(
-                Code.DEADLINE_EXCEEDED,
-                f"the request body stalled for {per_read_seconds:g} s; send it without pauses",
-                status=408,
-                headers={"Connection": "close"},
-            ) from None
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > limit:
-            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
-        chunks.append(chunk)

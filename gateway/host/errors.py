@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from aiohttp import web
 from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
+from gateway.host.responses import dumps, json_response
 from neuro_san.core.errors import JSONRPC_CODE_BY_HTTP_STATUS, REFUSAL_REASONS, Code, http_status
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -146,3 +148,25 @@ def any_to_dict(detail: any_pb2.Any) -> dict[str, Any]:
 
 def encode_status(status: dict[str, Any]) -> bytes:
     return json.dumps(status, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+#: JSON-RPC's "Invalid Request": a refusal of a client error (413, 408…) has no code of its own.
+_JSONRPC_INVALID_REQUEST = -32600
+
+
+def status_refusal(error: GatewayError) -> web.Response:
+    """A refusal as the REST routes answer it: the HTTP status and a Status body."""
+    return json_response(error.http_status, encode_status(error.status_dict()), list(error.headers.items()))
+
+
+def jsonrpc_refusal(error: GatewayError) -> web.Response:
+    """A refusal as JSON-RPC front-ends (MCP, A2A) answer it: the same HTTP status and
+    headers, the body a JSON-RPC error (-32002 busy/draining, -32029 rate limited, else
+    Invalid Request) whose ``data`` is the Status REST clients would get."""
+    code = JSONRPC_CODE_BY_HTTP_STATUS.get(error.http_status, _JSONRPC_INVALID_REQUEST)
+    envelope = {
+        "jsonrpc": "2.0", "id": None,
+        "error": {"code": code, "message": error.message, "data": {"http_status": error.http_status,
+                                                                      **error.status_dict()}},
+    }
+    return json_response(error.http_status, dumps(envelope), list(error.headers.items()))

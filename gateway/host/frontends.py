@@ -1,18 +1,25 @@
-"""The seam for protocol front-ends mounted on the HTTP port beside the REST routes.
+"""The seam every front-end on the HTTP port mounts through.
 
-A front-end (the MCP server, A2A, the playground) is a package of its own. It never
-reaches the service layer directly: it gets a :class:`FrontEndContext` with the
-gateway's invoker (in-process inside ``neuro-san serve``, a gRPC channel in the
-standalone gateway), so authentication, admission, request ids, limits and metrics are
-the same as for every REST call. It answers with :class:`FrontEndRoute`\\ s that the
-gateway adds to its one route table (so 404/405/OPTIONS and the metrics label work as
-for every other path).
+A front-end (the REST transcoder, MCP, A2A, the playground) is a room of its own. It
+never reaches the service layer directly: it gets a :class:`FrontEndContext` with the
+invoker (in-process inside ``neuro-san serve``, a gRPC channel in the standalone
+gateway), so authentication, admission, request ids, limits and metrics are the same for
+every call. It answers with :class:`FrontEndRoute`\\ s that the host adds to its one
+route table.
+
+What a front-end does *not* do is host work. The host matches the route, answers
+OPTIONS/CORS, 404 and 405, refuses new work while draining, and reads the request body
+through its one guarded reader (:mod:`gateway.host.body`: the body-read deadline and
+the size limit) before the handler runs; the handler gets the body as bytes and never
+reads the request itself. A refusal the host decides is rendered by the route's
+``refusal`` (a Status body for REST, a JSON-RPC error for MCP and A2A), so a front-end
+added later gets every guard without doing anything.
 
 A front-end is made by a factory, called once when the gateway starts::
 
     def make_frontend(context: FrontEndContext) -> FrontEnd: ...
 
-and passed to ``start_gateway(..., frontends=[make_frontend])``.
+The composition root (:mod:`gateway.composition`) lists the factories.
 """
 
 from __future__ import annotations
@@ -20,47 +27,65 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
+from gateway.host.errors import GatewayError, status_refusal
+from gateway.host.pattern import CompiledPattern
+from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
+
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
     from gateway.host.metadata import HeaderMapper
-    from gateway.invokers.channel import Invoker
-    from gateway.transcoder.routes import Route
+    from gateway.invokers.interface import Invoker, MethodRef
 
 log = logging.getLogger(__name__)
 
 #: The metadata key of the HTTP client's address (see ``FrontEndContext.metadata``).
 CLIENT_ADDRESS_METADATA = "x-neuro-san-client"
 
-#: A front-end handler gets the request and the route template's captures.
-FrontEndHandler = Callable[[web.Request, dict[str, str]], Awaitable[web.StreamResponse]]
+#: A handler gets the request, the route template's captures and the body the host read
+#: (``b""`` for a route that takes none).
+FrontEndHandler = Callable[[web.Request, dict[str, str], bytes], Awaitable[web.StreamResponse]]
+#: How a route phrases a refusal the host decided (draining, body too large or too slow).
+RefusalRenderer = Callable[[GatewayError], web.StreamResponse]
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 @dataclass(frozen=True, slots=True)
 class FrontEndRoute:
     """One path a front-end serves.
 
-    ``template`` is a ``google.api.http`` path template; its single-segment variables are
-    greedy (``/a2a/{agent}/card`` captures ``deep/math_guy``), as the REST routes' are.
-    ``name`` is the metrics label of the route.
+    ``template`` is a ``google.api.http`` path template; a front-end's single-segment
+    variables are greedy (``/a2a/{agent}/card`` captures ``deep/math_guy``). ``pattern``,
+    when given, is used as compiled (the REST routes bring their own). ``name`` is the
+    metrics label. ``takes_body``: the host reads the body for the handler (default: for
+    POST, PUT and PATCH). ``drains``: refused with 503 while the server drains.
     """
 
     http_method: str
     template: str
     name: str
     handler: FrontEndHandler
+    refusal: RefusalRenderer = status_refusal
+    takes_body: bool | None = None
+    drains: bool = True
+    pattern: CompiledPattern | None = field(default=None, compare=False)
+
+    @property
+    def reads_body(self) -> bool:
+        return self.http_method in _BODY_METHODS if self.takes_body is None else self.takes_body
 
 
 class FrontEnd(Protocol):
     """A protocol served on the HTTP port through the invoker seam."""
 
     def routes(self) -> Iterable[FrontEndRoute]:
-        """The paths it serves; called once, when the gateway builds its route table."""
+        """The paths it serves; called once, when the host builds its route table."""
         ...
 
     async def close(self) -> None:
@@ -74,21 +99,29 @@ class FrontEndContext:
 
     invoker: Invoker
     config: GatewayConfig
-    #: Request headers → gRPC metadata, as the REST routes map them (``Authorization``,
-    #: ``request_id``… are forwarded so the service authenticates and logs the call).
+    #: Request headers → gRPC metadata (``Authorization``, ``request_id``… are forwarded so
+    #: the service authenticates and logs the call).
     headers: HeaderMapper
-    #: True once the gateway drains: refuse new work with 503 / UNAVAILABLE.
+    #: True once the gateway drains (the host already refuses routes that drain).
     is_draining: Callable[[], bool]
-    #: gRPC method path (``/pkg.Service/Method``) → the REST route bound to it.
-    routes_by_path: dict[str, Route]
+    #: Every gRPC method the HTTP port may call, by path (``/pkg.Service/Method``).
+    methods: Mapping[str, MethodRef]
 
-    def metadata(self, request: web.Request) -> list[tuple[str, str | bytes]]:
+    def metadata(self, request: web.Request, *, private_named_only: bool = False) -> list[tuple[str, str | bytes]]:
         """The caller's headers as gRPC metadata, exactly as the REST routes send them: the
         forwarded headers and ``Authorization``, then the client's address (per-address rate
-        limits when API keys are off; appended last, so a forged header of that name loses)."""
+        limits when API keys are off; appended last, so a forged header of that name loses).
+
+        ``private_named_only``: the service treats a private network (``public: false``) as
+        absent unless the caller's key names it (:mod:`neuro_san.core.access`); MCP and A2A
+        ask for this, REST does not (there, as in neuro-san, a private network is unlisted
+        but callable by name).
+        """
         metadata = list(self.headers.to_metadata(request.headers))
         if request.remote:
             metadata.append((CLIENT_ADDRESS_METADATA, request.remote))
+        if private_named_only:
+            metadata.append((PRIVATE_NAMED_ONLY_METADATA_KEY, "true"))
         return metadata
 
     def method(self, service: str, method: str) -> Callable[..., Any]:
@@ -97,10 +130,10 @@ class FrontEndContext:
         Called as a grpc.aio multicallable: ``call(request, metadata=..., timeout=...)``;
         unary methods are awaited, streaming ones iterated.
         """
-        for path, route in self.routes_by_path.items():
+        for path, ref in self.methods.items():
             if path.endswith(f".{service}/{method}"):
-                return self.invoker.callable_for(route)
-        raise LookupError(f"no route for {service}/{method}")
+                return self.invoker.callable_for(ref)
+        raise LookupError(f"no method {service}/{method}")
 
 
 FrontEndFactory = Callable[[FrontEndContext], FrontEnd]
@@ -108,12 +141,15 @@ FrontEndFactory = Callable[[FrontEndContext], FrontEnd]
 
 @dataclass(frozen=True, slots=True)
 class RouteSpec:
-    """A front-end route without its handler: what the gateway's table needs before the
+    """A front-end route without its handler: what the host's table needs before the
     front-end itself is loaded (see :class:`LazyFrontEnd`)."""
 
     http_method: str
     template: str
     name: str
+    refusal: RefusalRenderer = status_refusal
+    takes_body: bool | None = None
+    drains: bool = True
 
 
 class LazyFrontEnd:
@@ -122,9 +158,10 @@ class LazyFrontEnd:
     The A2A SDK (Starlette, httpx, pydantic models) and the MCP types take about 1.5 s to
     import, three times what the rest of ``neuro-san serve`` needs to become healthy, and
     a server whose callers never speak those protocols should not pay for them. The routes
-    are declared up front (``specs``) so 404/405 and metrics work as for any route; the
-    first request imports the package in a worker thread (the event loop keeps serving),
-    builds the real front-end with the same context and hands every request to it.
+    are declared up front (``specs``, with their refusals and body rules) so the host
+    guards them as any route; the first request imports the package in a worker thread
+    (the event loop keeps serving), builds the real front-end with the same context and
+    hands every request to it.
     """
 
     def __init__(
@@ -136,20 +173,26 @@ class LazyFrontEnd:
         self._load = load
         self._lock = asyncio.Lock()
         self._frontend: FrontEnd | None = None
-        self._handlers: dict[RouteSpec, FrontEndHandler] = {}
+        self._handlers: dict[tuple[str, str, str], FrontEndHandler] = {}
 
     def routes(self) -> Iterable[FrontEndRoute]:
-        return [FrontEndRoute(s.http_method, s.template, s.name, self._forwarder(s)) for s in self._specs]
+        return [
+            FrontEndRoute(s.http_method, s.template, s.name, self._forwarder(s),
+                          refusal=s.refusal, takes_body=s.takes_body, drains=s.drains)
+            for s in self._specs
+        ]
 
     async def close(self) -> None:
         if self._frontend is not None:
             await self._frontend.close()
 
     def _forwarder(self, spec: RouteSpec) -> FrontEndHandler:
-        async def forward(request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+        key = _key(spec)
+
+        async def forward(request: web.Request, captures: dict[str, str], body: bytes) -> web.StreamResponse:
             if self._frontend is None:
                 await self._load_once()
-            return await self._handlers[spec](request, captures)
+            return await self._handlers[key](request, captures, body)
 
         return forward
 
@@ -160,14 +203,24 @@ class LazyFrontEnd:
             started = time.perf_counter()
             factory = await asyncio.to_thread(self._load)
             frontend = factory(self._context)
-            handlers = {RouteSpec(r.http_method, r.template, r.name): r.handler for r in frontend.routes()}
-            if set(handlers) != set(self._specs):
+            loaded = {_key(r): r for r in frontend.routes()}
+            declared = {_key(s): s for s in self._specs}
+            if set(loaded) != set(declared) or any(_rules(loaded[k]) != _rules(declared[k]) for k in declared):
                 # A programming error (the declared routes drifted from the real ones), not a
                 # caller's: fail loudly rather than serve a table that lies.
                 raise RuntimeError(f"the {self._label} front-end's routes differ from those declared for it")
-            self._handlers, self._frontend = handlers, frontend
+            self._handlers = {k: r.handler for k, r in loaded.items()}
+            self._frontend = frontend
             elapsed_ms = 1000 * (time.perf_counter() - started)
             log.info("%s front-end loaded on its first request (%.0f ms)", self._label, elapsed_ms)
+
+
+def _key(route: FrontEndRoute | RouteSpec) -> tuple[str, str, str]:
+    return route.http_method, route.template, route.name
+
+
+def _rules(route: FrontEndRoute | RouteSpec) -> tuple[Any, ...]:
+    return route.refusal, route.takes_body, route.drains
 
 
 def lazy_frontend(label: str, specs: Sequence[RouteSpec], load: Callable[[], FrontEndFactory]) -> FrontEndFactory:

@@ -48,6 +48,10 @@ class Router(Generic[T]):
     def __init__(self, entries: Iterable[Entry[T]]) -> None:
         self._entries = sorted(entries, key=lambda entry: entry.pattern.specificity())
 
+    @property
+    def entries(self) -> tuple[Entry[T], ...]:
+        return tuple(self._entries)
+
     @staticmethod
     def fixed(http_method: str, path: str, target: T) -> Entry[T]:
         """An entry for a literal path such as ``/healthz``."""

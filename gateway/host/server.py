@@ -1,25 +1,28 @@
-"""Start and stop the gateway: one shared gRPC channel, one aiohttp site.
+"""Start and stop the host: one invoker, one aiohttp site, the front-ends it is given.
 
-``start_gateway`` is what ``neuro-san serve`` (in-process gateway) and
-``neuro-san gateway`` (standalone, one or several replicas) both call.
+:func:`start_host` knows no front-end: the composition root
+(:func:`gateway.composition.start_gateway`) lists them and calls it, for
+``neuro-san serve`` (in-process invoker) and ``neuro-san gateway`` (standalone, one or
+several gRPC replicas) alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import grpc
 from aiohttp import web
 
 from gateway.config import GatewayConfig
-from gateway.host.app import Gateway
+from gateway.host.app import Host
 from gateway.host.connection_guard import GuardedAppRunner
 from gateway.host.frontends import FrontEndFactory
 from gateway.host.tls import channel_credentials, server_ssl_context
-from gateway.invokers.channel import GrpcInvoker, Invoker
+from gateway.invokers.channel import GrpcInvoker
+from gateway.invokers.interface import Invoker, MethodRef
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ class GatewayHandle:
     """A running gateway: ``port`` is the bound port (useful with port 0)."""
 
     port: int
-    gateway: Gateway
+    host: Host
     #: "https" when the gateway serves TLS, else "http".
     scheme: str
     _runner: web.AppRunner
@@ -37,12 +40,12 @@ class GatewayHandle:
 
     async def stop(self) -> None:
         """Refuse new calls (503), let streams in flight finish, close the channel."""
-        self.gateway.draining = True
+        self.host.draining = True
         try:
             await self._runner.cleanup()
         finally:
             try:
-                await self.gateway.close_frontends()
+                await self.host.close_frontends()
             finally:
                 await self._invoker.close()
 
@@ -50,25 +53,25 @@ class GatewayHandle:
 LISTEN_BACKLOG = 4096
 
 
-async def start_gateway(
+async def start_host(
     target: str | grpc.aio.Channel | Invoker,
     host: str,
     port: int,
-    config: GatewayConfig | None = None,
-    frontends: Sequence[FrontEndFactory] = (),
+    config: GatewayConfig,
+    methods: Mapping[str, MethodRef],
+    frontends: Sequence[FrontEndFactory],
     reuse_port: bool = False,
 ) -> GatewayHandle:
-    """Serve the HTTP/JSON API on ``host:port`` in front of the gRPC ``target``.
+    """Serve ``frontends`` on ``host:port`` in front of the gRPC ``target``.
 
     ``target`` is ``"host:port"``, several comma-separated ``host:port`` replicas
     (round-robin), any gRPC target string, or an existing ``grpc.aio.Channel`` (which
     stays the caller's to close). TLS on either side comes from ``config``; bad TLS
-    files fail here, at start-up. ``frontends`` are mounted beside the REST routes
-    (see :mod:`gateway.host.frontends`). An :class:`Invoker` is used as it is (the
-    in-process one inside ``neuro-san serve``); the gateway closes it when it stops.
-    ``reuse_port``: several processes share ``port`` (SO_REUSEPORT; ``serve --workers``).
+    files fail here, at start-up. An :class:`Invoker` is used as it is (the in-process
+    one inside ``neuro-san serve``); the host closes it when it stops. ``methods``: the
+    gRPC methods front-ends may call. ``reuse_port``: several processes share ``port``
+    (SO_REUSEPORT; ``serve --workers``).
     """
-    config = config or GatewayConfig()
     # Certificates are read once, off the event loop.
     ssl_context = await asyncio.to_thread(server_ssl_context, config)
     credentials = await asyncio.to_thread(channel_credentials, config) if isinstance(target, str) else None
@@ -80,9 +83,9 @@ async def start_gateway(
             target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
         )
     try:
-        gateway = Gateway(invoker, config, frontends=frontends)
+        app_host = Host(invoker, config, methods, frontends)
         runner = GuardedAppRunner(
-            gateway.make_app(),
+            app_host.make_app(),
             config.connection_limits,
             handler_cancellation=True,  # a client that goes away cancels its gRPC call
             access_log=None,
@@ -102,7 +105,7 @@ async def start_gateway(
     scheme = "https" if ssl_context is not None else "http"
     mtls = " (client certificates required)" if config.tls_client_ca else ""
     log.info("HTTP gateway on %s://%s:%d%s in front of %s", scheme, host, bound, mtls, described)
-    return GatewayHandle(port=bound, gateway=gateway, scheme=scheme, _runner=runner, _invoker=invoker)
+    return GatewayHandle(port=bound, host=app_host, scheme=scheme, _runner=runner, _invoker=invoker)
 
 
 def _bound_port(runner: web.AppRunner, requested: int) -> int:

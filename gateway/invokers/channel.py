@@ -1,4 +1,4 @@
-"""The gateway's one gRPC channel and the callables built on it, all made at start-up.
+"""The standalone gateway's invoker: one gRPC channel and the callables built on it.
 
 ``target`` is a gRPC target (``host:port``, ``dns:///host:port``, ``unix:...``) or a
 comma-separated list of ``host:port`` replicas. A list becomes one channel with the
@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2
 
-from gateway.transcoder.routes import Route
+from gateway.invokers.interface import Invoker, RpcMethod
 
 _ROUND_ROBIN_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
 HEALTH_CHECK_PATH = "/grpc.health.v1.Health/Check"
@@ -85,24 +85,6 @@ async def _resolve(host_port: str) -> tuple[str, int]:
     return str(infos[0][4][0]), int(port_text)
 
 
-class Invoker:
-    """The seam between the gateway (and its front-ends) and the service: one callable per
-    route, health, close. :class:`GrpcInvoker` calls over a gRPC channel (the standalone
-    gateway); :class:`gateway.invokers.inprocess.InProcessInvoker` calls the service layer in the
-    same process (``neuro-san serve``). Callables behave as grpc.aio multicallables."""
-
-    def callable_for(self, route: Route) -> Callable[..., Any]:
-        """The multicallable of a route's method (built once per route)."""
-        raise NotImplementedError
-
-    async def health(self, service: str, deadline: float) -> int:
-        """The serving status of ``service`` (``""``: the whole server); raises AioRpcError."""
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        """Release what the invoker holds."""
-
-
 class GrpcInvoker(Invoker):
     """Holds the channel and one multicallable per route."""
 
@@ -138,13 +120,13 @@ class GrpcInvoker(Invoker):
             return cls(grpc.aio.secure_channel(resolved, credentials, options=options), owns_channel=True)
         return cls(grpc.aio.insecure_channel(resolved, options=options), owns_channel=True)
 
-    def callable_for(self, route: Route) -> Callable[..., Any]:
-        """The multicallable of a route's method (built once per route)."""
-        factory = self.channel.unary_stream if route.server_streaming else self.channel.unary_unary
+    def callable_for(self, method: RpcMethod) -> Callable[..., Any]:
+        """The multicallable of ``method``."""
+        factory = self.channel.unary_stream if method.server_streaming else self.channel.unary_unary
         return factory(
-            route.grpc_path,
-            request_serializer=route.request_class.SerializeToString,
-            response_deserializer=route.response_class.FromString,
+            method.grpc_path,
+            request_serializer=method.request_class.SerializeToString,
+            response_deserializer=method.response_class.FromString,
         )
 
     async def health(self, service: str, deadline: float) -> int:

@@ -22,9 +22,8 @@ from typing import Any, NamedTuple
 import grpc
 from grpc_health.v1 import health_pb2
 
-from gateway.invokers.channel import Invoker
+from gateway.invokers.interface import Invoker, RpcMethod
 from gateway.invokers.local_call import LocalContext, LocalStreamCall, LocalUnaryCall, MetadataPairs, size_error
-from gateway.transcoder.routes import Route
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +65,10 @@ class InProcessInvoker(Invoker):
                 return found
         return None
 
-    def callable_for(self, route: Route) -> Callable[..., Any]:
-        handler = self._method_handler(route.grpc_path)
-        path = route.grpc_path
-        streaming = route.server_streaming
+    def callable_for(self, method: RpcMethod) -> Callable[..., Any]:
+        handler = self._method_handler(method.grpc_path)
+        path = method.grpc_path
+        streaming = method.server_streaming
 
         def call(request: Any, *, metadata: MetadataPairs | None = None, timeout: float | None = None,
                  **_ignored: Any) -> LocalUnaryCall | LocalStreamCall:  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gateway.host.errors import jsonrpc_refusal
 from gateway.host.frontends import FrontEndFactory, RouteSpec, lazy_frontend
 from gateway.mcp.switch import MCP_PATH, mcp_enabled
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from gateway.mcp.frontend import McpFrontEnd
 
 #: The methods :class:`~gateway.mcp.frontend.McpFrontEnd` serves (checked when it loads).
-MCP_ROUTES = tuple(RouteSpec(method, MCP_PATH, "mcp") for method in ("POST", "GET", "DELETE"))
+MCP_ROUTES = tuple(RouteSpec(method, MCP_PATH, "mcp", refusal=jsonrpc_refusal) for method in ("POST", "GET", "DELETE"))
 
 
 def _load() -> FrontEndFactory:

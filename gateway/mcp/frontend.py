@@ -27,7 +27,9 @@ from typing import Any
 from aiohttp import web
 
 import neuro_san
+from gateway.host.errors import jsonrpc_refusal
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.responses import dumps
 from gateway.mcp.calls import ToolCaller
 from gateway.mcp.dispatch import Call, Dispatcher
 from gateway.mcp.origin import origin_allowed
@@ -47,7 +49,6 @@ from gateway.mcp.protocol import (
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
 from gateway.state import process_state, release_state
-from gateway.transcoder.marshal import dumps
 from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
 
 SESSION_HEADER = "Mcp-Session-Id"
@@ -81,11 +82,8 @@ class McpFrontEnd:
         self._cancelling: set[asyncio.Task[Any]] = set()
 
     def routes(self) -> Iterable[FrontEndRoute]:
-        return [
-            FrontEndRoute("POST", MCP_PATH, "mcp", self.post),
-            FrontEndRoute("GET", MCP_PATH, "mcp", self.get),
-            FrontEndRoute("DELETE", MCP_PATH, "mcp", self.delete),
-        ]
+        return [FrontEndRoute(method, MCP_PATH, "mcp", handler, refusal=jsonrpc_refusal)
+                for method, handler in (("POST", self.post), ("GET", self.get), ("DELETE", self.delete))]
 
     async def close(self) -> None:
         for task in list(self._in_flight.values()):
@@ -95,7 +93,7 @@ class McpFrontEnd:
 
     # ---- transport -------------------------------------------------------------------
 
-    async def get(self, request: web.Request, _: dict[str, str]) -> web.StreamResponse:
+    async def get(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
         refused = self._refused(request)
         if refused is not None:
             return refused
@@ -103,7 +101,7 @@ class McpFrontEnd:
         return _json(405, _error(None, INVALID_REQUEST, "GET opens no stream here: POST requests to /mcp"),
                      {"Allow": "POST, DELETE"})
 
-    async def delete(self, request: web.Request, _: dict[str, str]) -> web.StreamResponse:
+    async def delete(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
         refused = self._refused(request)
         if refused is not None:
             return refused
@@ -111,7 +109,7 @@ class McpFrontEnd:
             return _json(400, _error(None, INVALID_REQUEST, f"DELETE needs the {SESSION_HEADER} header"))
         return web.Response(status=204)  # nothing is kept per session: ending one is always done
 
-    async def post(self, request: web.Request, _: dict[str, str]) -> web.StreamResponse:
+    async def post(self, request: web.Request, _: dict[str, str], raw: bytes) -> web.StreamResponse:
         refused = self._refused(request)
         if refused is not None:
             return refused
@@ -123,13 +121,6 @@ class McpFrontEnd:
         accept = request.headers.get("Accept", "")
         if accept and not any(kind in accept for kind in (JSON_TYPE, SSE_TYPE, "*/*", "application/*")):
             return _json(406, _error(None, INVALID_REQUEST, f"Accept must allow {JSON_TYPE} or {SSE_TYPE}"))
-        limit = self._context.config.max_body_bytes
-        if request.content_length is not None and request.content_length > limit:
-            return _json(413, _error(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
-        try:
-            raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _json(413, _error(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -137,7 +128,7 @@ class McpFrontEnd:
         # Cancellations are matched within one session and one caller.
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The front-end names the network itself (as the REST routes' own variables win).
-        metadata = [item for item in self._context.metadata(request) if item[0] not in _OURS]
+        metadata = [item for item in self._context.metadata(request, private_named_only=True) if item[0] not in _OURS]
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)
         try:
@@ -161,8 +152,6 @@ class McpFrontEnd:
     # ---- pieces ----------------------------------------------------------------------
 
     def _refused(self, request: web.Request) -> web.Response | None:
-        if self._context.is_draining():
-            return _json(503, _error(None, INVALID_REQUEST, "the server is shutting down"))
         origin = request.headers.get("Origin")
         if origin is not None and not origin_allowed(origin, request.host, self._context.config.cors_origins):
             return _json(403, _error(None, INVALID_REQUEST, "Origin not allowed"))

@@ -19,10 +19,9 @@ from aiohttp import web
 
 from gateway.host.errors import GatewayError
 from gateway.host.frontends import FrontEndContext, FrontEndFactory, FrontEndRoute
+from gateway.host.responses import dumps, json_response
 from gateway.playground.assets import AssetTable, load_assets
 from gateway.playground.root_health import root_health
-from gateway.transcoder.forward import json_response
-from gateway.transcoder.marshal import dumps
 from neuro_san.core.errors import Code
 
 log = logging.getLogger(__name__)
@@ -70,12 +69,13 @@ class PlaygroundFrontEnd:
             )
 
     def routes(self) -> Iterable[FrontEndRoute]:
-        routes = [FrontEndRoute("GET", "/", "root", self.root)]
+        # Not refused while draining: "/" is also neuro-san's health answer, which says so.
+        routes = [FrontEndRoute("GET", "/", "root", self.root, drains=False)]
         if self.enabled:
-            routes.append(FrontEndRoute("GET", "/playground/{path=**}", "playground", self.asset))
+            routes.append(FrontEndRoute("GET", "/playground/{path=**}", "playground", self.asset, drains=False))
         return routes
 
-    async def root(self, request: web.Request, _captures: dict[str, str]) -> web.StreamResponse:
+    async def root(self, request: web.Request, _captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         if not self.enabled or not wants_html(request):
             health = await root_health(self.context.invoker, self.context.is_draining())
             if self.enabled:
@@ -85,7 +85,7 @@ class PlaygroundFrontEnd:
         page.headers["Vary"] = "Accept"
         return page
 
-    async def asset(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def asset(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         return self._serve(captures.get("path", ""), request)
 
     def _serve(self, relative: str, request: web.Request) -> web.Response:

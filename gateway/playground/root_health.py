@@ -15,9 +15,8 @@ import grpc
 from aiohttp import web
 from grpc_health.v1 import health_pb2
 
-from gateway.invokers.channel import Invoker
-from gateway.transcoder.forward import json_response
-from gateway.transcoder.marshal import dumps
+from gateway.host.responses import dumps, json_response
+from gateway.invokers.interface import Invoker
 
 _PROBE_TIMEOUT_SECONDS = 3.0
 _DEFAULT_SERVER_NAME = "neuro-san.Agent"

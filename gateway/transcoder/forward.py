@@ -30,24 +30,14 @@ from google.protobuf.message import Message
 
 from gateway.host.errors import encode_status, rpc_failure
 from gateway.host.metadata import Metadata, metadata_to_headers
-from gateway.transcoder.marshal import MessageCodec, dumps
+from gateway.host.responses import dumps, json_response
+from gateway.transcoder.marshal import MessageCodec
 
 log = logging.getLogger(__name__)
 
-JSON_TYPE = "application/json"
 NDJSON_TYPE = "application/json-lines"
 SSE_TYPE = "text/event-stream"
 _SSE_HEARTBEAT = b": keep-alive\n\n"
-
-
-def json_response(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> (
-    web.Response
-):
-    response = web.Response(status=status, body=body, headers={"Content-Type": JSON_TYPE})
-    if headers:
-        for name, value in headers:
-            response.headers.add(name, value)
-    return response
 
 
 def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
@@ -98,7 +88,6 @@ class Forwarder:
         *,
         sse: bool,
         heartbeat_seconds: float = 0,
-        extra_headers: list[tuple[str, str]] | None = None,
     ) -> web.StreamResponse:
         call = self.call(request_message, metadata=metadata, timeout=deadline)
         pending: asyncio.Future[Any] | None = None
@@ -107,8 +96,6 @@ class Forwarder:
                 first = await call.read()
             except grpc.aio.AioRpcError as error:
                 response = rpc_error_response(error)
-                for name, value in extra_headers or ():
-                    response.headers.add(name, value)
                 return response
             stream = web.StreamResponse(status=200)
             stream.headers["Content-Type"] = SSE_TYPE if sse else NDJSON_TYPE
@@ -116,8 +103,6 @@ class Forwarder:
                 stream.headers["Cache-Control"] = "no-cache"
                 stream.headers["X-Accel-Buffering"] = "no"
             for name, value in metadata_to_headers(await call.initial_metadata(), "Grpc-Metadata-"):
-                stream.headers.add(name, value)
-            for name, value in extra_headers or ():
                 stream.headers.add(name, value)
             await stream.prepare(request)
             message = first

@@ -26,6 +26,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 
 from gateway.host.errors import GatewayError, bad_request
+from gateway.host.responses import dumps
 from gateway.transcoder.present_fields import add_present_fields, presence_plan
 
 _STRUCT_TYPES = frozenset(
@@ -239,11 +240,6 @@ class MessageCodec:
             raise _short_parse_error(str(error)) from None
         except RecursionError:
             raise bad_request("request body is nested too deeply", "body") from None
-
-
-def dumps(data: Any) -> bytes:
-    """Compact JSON, UTF-8 kept as is."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def _normalize_message(data: dict[str, Any], plan: _MessageIn, path: str) -> dict[str, Any]:
