@@ -21,11 +21,16 @@ from gateway.host.server import GatewayHandle, start_host
 from gateway.invokers.interface import Invoker, methods_of
 from gateway.mcp import mcp_frontends
 from gateway.playground import make_frontend
+from gateway.state import StateSettings
 from gateway.transcoder.frontend import default_services, rest_frontend
 
 
 def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None) -> list[FrontEndFactory]:
-    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the playground."""
+    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the playground.
+
+    Raises ValueError when the shared state's settings (``AGENT_REDIS_URL``…) are wrong, so
+    the server refuses to start rather than fail on the first A2A or MCP request."""
+    StateSettings.from_env(env)
     return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), make_frontend(playground)]
 
 

@@ -11,28 +11,12 @@ to the caller's credentials and the network.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from gateway.state import SharedState
+from gateway.state import SharedState, StateSettings
 from gateway.state.memory import MemoryState
 
-TTL_ENV = "AGENT_A2A_CONTEXT_TTL_SECONDS"
-DEFAULT_TTL_SECONDS = 3600.0
 NAMESPACE = "a2a-context"
-
-
-def context_ttl_seconds() -> float:
-    raw = os.environ.get(TTL_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TTL_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{TTL_ENV} must be a number of seconds, not {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"{TTL_ENV} must be positive, not {raw!r}")
-    return value
 
 
 class ConversationStore:
@@ -40,7 +24,7 @@ class ConversationStore:
 
     def __init__(self, state: SharedState | None = None, ttl_seconds: float | None = None) -> None:
         self._state = state or MemoryState()
-        self._ttl = ttl_seconds or context_ttl_seconds()
+        self._ttl = ttl_seconds or StateSettings.from_env().context_ttl_seconds
 
     async def get(self, context_id: str) -> dict[str, Any] | None:
         return await self._state.get_json(NAMESPACE, context_id)

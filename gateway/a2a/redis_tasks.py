@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -59,13 +58,11 @@ from a2a.types import (
 from a2a.utils.errors import InternalError
 
 from gateway.a2a.tasks import OWNER_KEY, resolve_owner
-from gateway.state import StateUnavailable
+from gateway.state import StateSettings, StateUnavailable
 from gateway.state.redis_state import PREFIX, REDIS_ERRORS, SOCKET_TIMEOUT, RedisState, connect
 
 log = logging.getLogger(__name__)
 
-TTL_ENV = "AGENT_A2A_TASK_TTL_SECONDS"
-DEFAULT_TTL_SECONDS = 24 * 3600.0
 MAX_TASKS_PER_OWNER = 10_000
 #: Events kept per task (its stream is trimmed to about this many).
 MAX_EVENTS_PER_TASK = 1000
@@ -99,19 +96,6 @@ if extra > 0 then
 end
 return version
 """
-
-
-def task_ttl_seconds() -> float:
-    raw = os.environ.get(TTL_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TTL_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{TTL_ENV} must be a number of seconds, not {raw!r}") from None
-    if value < 60:
-        raise ValueError(f"{TTL_ENV} must be at least 60 seconds, not {raw!r}")
-    return value
 
 
 def _version(value: TaskVersion) -> int:
@@ -150,7 +134,7 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         self.state = state
         self.redis = state.redis
         self._tail = connect(state.url, socket_timeout=SOCKET_TIMEOUT + _TAIL_BLOCK_MS / 1000)
-        self._ttl_ms = int(1000 * (ttl_seconds or task_ttl_seconds()))
+        self._ttl_ms = int(1000 * (ttl_seconds or StateSettings.from_env().task_ttl_seconds))
         self._save = self.redis.register_script(_SAVE)
         self._reaper: asyncio.Task[None] | None = None
 

@@ -33,8 +33,10 @@ import asyncio
 import contextlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 #: The environment variable naming the Redis of the shared front-end state.
 REDIS_URL_ENV = "AGENT_REDIS_URL"
@@ -101,30 +103,55 @@ class SharedState(ABC):
         return None
 
 
-def _lease_seconds(env: dict[str, str] | os._Environ[str]) -> float:
-    raw = env.get(LEASE_ENV, "").strip()
+def _seconds(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = env.get(name, "").strip()
     if not raw:
-        return DEFAULT_LEASE_SECONDS
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{LEASE_ENV} must be a number of seconds, not {raw!r}") from None
-    if not 1 <= value <= 3600:
-        raise ValueError(f"{LEASE_ENV} must be between 1 and 3600 seconds, not {raw!r}")
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low:g} and {high:g} seconds, not {raw!r}")
     return value
 
 
-def make_state(env: dict[str, str] | os._Environ[str] | None = None) -> SharedState:
-    """The state the environment asks for: Redis with ``AGENT_REDIS_URL``, else memory."""
-    env = os.environ if env is None else env
-    url = env.get(REDIS_URL_ENV, "").strip()
-    if not url:
+@dataclass(frozen=True, slots=True)
+class StateSettings:
+    """The shared state's configuration, read (and checked) once at start."""
+
+    redis_url: str = ""
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    #: How long an A2A task (and its events) is kept after its last update.
+    task_ttl_seconds: float = 24 * 3600.0
+    #: How long a contextId's chat_context is kept after its last answer.
+    context_ttl_seconds: float = 3600.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> StateSettings:
+        """Raises ValueError naming the variable when a value is wrong (refused at start)."""
+        env = os.environ if env is None else env
+        url = env.get(REDIS_URL_ENV, "").strip()
+        if url and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError(f"{REDIS_URL_ENV} must be a redis://, rediss:// or unix:// URL, not {url!r}")
+        return cls(
+            redis_url=url,
+            lease_seconds=_seconds(env, LEASE_ENV, DEFAULT_LEASE_SECONDS, 1, 3600),
+            task_ttl_seconds=_seconds(env, "AGENT_A2A_TASK_TTL_SECONDS", 24 * 3600.0, 60, 366 * 86400),
+            context_ttl_seconds=_seconds(env, "AGENT_A2A_CONTEXT_TTL_SECONDS", 3600.0, 1, 366 * 86400),
+        )
+
+
+def make_state(settings: StateSettings | None = None) -> SharedState:
+    """The state the settings ask for: Redis with ``AGENT_REDIS_URL``, else memory."""
+    settings = settings or StateSettings.from_env()
+    if not settings.redis_url:
         from gateway.state.memory import MemoryState
 
         return MemoryState()
     from gateway.state.redis_state import RedisState  # imports redis: only when configured
 
-    return RedisState(url, lease_seconds=_lease_seconds(env))
+    return RedisState(settings.redis_url, lease_seconds=settings.lease_seconds)
 
 
 class _Holder:
@@ -159,6 +186,7 @@ __all__ = [
     "CancelCallback",
     "ChatKind",
     "SharedState",
+    "StateSettings",
     "StateUnavailable",
     "make_state",
     "process_state",
