@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import grpc
 
 from gateway.a2a import a2a_frontends
+from gateway.a2a.push_policy import allowed_networks
 from gateway.config import GatewayConfig
 from gateway.host.frontends import FrontEndFactory
 from gateway.host.server import GatewayHandle, start_host
@@ -31,6 +32,7 @@ def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None
     Raises ValueError when the shared state's settings (``AGENT_REDIS_URL``…) are wrong, so
     the server refuses to start rather than fail on the first A2A or MCP request."""
     StateSettings.from_env(env)
+    allowed_networks(env)  # AGENT_A2A_PUSH_ALLOWED_NETWORKS
     return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), make_frontend(playground)]
 
 

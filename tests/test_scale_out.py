@@ -29,12 +29,19 @@ import pytest
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
     TaskState,
 )
+from a2a.utils.errors import InvalidParamsError
+from aiohttp import web
 
 from tests.a2a_support import send, user_message
 from tests.fakes.fake_llm import FakeLlmServer, RecordedRequest, Reply
@@ -58,7 +65,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServe
     folder: Path = tmp_path_factory.mktemp("cluster")
     with FakeInThread(rule=_slow) as fake:
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config(max_attempts=1)),
-               "AGENT_REPLICA_LEASE_SECONDS": str(LEASE)}
+               "AGENT_REPLICA_LEASE_SECONDS": str(LEASE),
+               "AGENT_A2A_PUSH_ALLOWED_NETWORKS": "127.0.0.0/8"}  # the test's webhook receiver
         with cluster(folder, env) as running:
             yield fake, running
 
@@ -232,6 +240,95 @@ def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: t
         assert answer.status_code == 200, answer.text
         assert answer.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "is back" in running.replicas[0].log()
+
+
+class Receiver:
+    """A webhook on loopback: answers 503 to the first ``failures`` posts (all, if negative)."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.posts: list[tuple[int, dict[str, str], dict[str, Any]]] = []
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        status = 503 if self.failures < 0 or len(self.posts) < self.failures else 200
+        self.posts.append((status, dict(request.headers), await request.json()))
+        return web.Response(status=status)
+
+    async def __aenter__(self) -> Receiver:
+        app = web.Application()
+        app.router.add_post("/hook", self.handle)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}/hook"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+    def delivered_states(self) -> list[str]:
+        states = []
+        for status, _, body in self.posts:
+            found = body.get("statusUpdate", body.get("task", {})).get("status", {}).get("state")
+            if status == 200 and found:
+                states.append(found)
+        return states
+
+
+def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
+    rig: tuple[FakeLlmServer, Cluster],
+) -> None:
+    _, running = rig
+    r0, r1, r2 = _bases(running)
+
+    async def scenario() -> None:
+        async with Receiver(failures=2) as receiver, client_for(r0, False) as c0, \
+                client_for(r1, False) as c1, client_for(r2, False) as c2:
+            hook = TaskPushNotificationConfig(url=receiver.url, token="tok-1")
+            events = [e async for e in c0.send_message(SendMessageRequest(
+                message=user_message("push me"), configuration=SendMessageConfiguration(
+                    task_push_notification_config=hook)))]
+            task = events[-1].task
+            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states())
+            assert [p[0] for p in receiver.posts[:3]] == [503, 503, 200]  # retried after its 5xx
+            assert {p[1].get("X-A2A-Notification-Token") for p in receiver.posts} == {"tok-1"}
+            states = receiver.delivered_states()
+            assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED"
+            # Set on r0, read on r1 and r2.
+            listed = await c1.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            assert [c.url for c in listed.configs] == [receiver.url]
+            got = await c2.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id=listed.configs[0].id))
+            assert got.token == "tok-1"
+            for url in ("http://169.254.169.254/latest/meta-data", "http://10.0.0.7/hook", "http://192.168.1.1/",
+                        "http://[::1]:8080/hook", "http://[::ffff:169.254.169.254]/", "ftp://127.0.0.1/hook"):
+                with pytest.raises(InvalidParamsError, match="refused"):
+                    await c1.create_task_push_notification_config(
+                        TaskPushNotificationConfig(task_id=task.id, url=url))
+
+        async with Receiver(failures=-1) as failing, client_for(r0, False) as c0, client_for(r1, False) as c1:
+            hook = TaskPushNotificationConfig(url=failing.url, id="doomed")
+            events = [e async for e in c0.send_message(SendMessageRequest(
+                message=user_message("push me again"), configuration=SendMessageConfiguration(
+                    task_push_notification_config=hook)))]
+            task = events[-1].task
+            assert await _until(lambda: len(failing.posts) >= 2)  # retrying
+            await c1.delete_task_push_notification_config(
+                DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="doomed"))
+            stopped_at = len(failing.posts)
+            await asyncio.sleep(3)  # longer than the next backoffs: nothing more arrives
+            assert len(failing.posts) <= stopped_at + 1  # at most the attempt already on its way
+            listed = await c1.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task.id))
+            assert list(listed.configs) == []
+
+    asyncio.run(scenario())
 
 
 def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tuple[FakeLlmServer, Cluster]) -> None:

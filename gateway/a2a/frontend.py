@@ -14,6 +14,7 @@ The JSON-RPC body is handled by the a2a-sdk's own dispatcher and request handler
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -24,6 +25,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificationConfigStore
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
@@ -34,12 +36,14 @@ from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
+from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
+from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.routes import A2A_ROUTES
-from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps, json_response
-from gateway.state import process_state, release_state
+from gateway.state import StateSettings, process_state, release_state
 
 if TYPE_CHECKING:
     from gateway.a2a.redis_tasks import RedisTaskStore
@@ -112,6 +116,12 @@ class A2AFrontEnd:
 
             self.tasks = RedisTaskStore(cast("RedisState", self.state))
             self.tasks.start()
+        policy = PushUrlPolicy(allowed_networks())
+        settings = StateSettings.from_env()
+        push_store: PushNotificationConfigStore = (
+            RedisPushConfigStore(cast("RedisState", self.state), settings.task_ttl_seconds) if self.state.shared
+            else InMemoryPushNotificationConfigStore(owner_resolver=resolve_owner))
+        self.push = RetryingPushSender(push_store, policy)
         executor = NetworkExecutor(
             context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
             self.state, self.tasks,
@@ -122,6 +132,9 @@ class A2AFrontEnd:
             # Only read for the extended card, which we do not offer; the real cards are per request.
             agent_card=server_card("http://localhost", [("neuro-san", "agent networks", [])], self._secured),
             event_stream=self.tasks,
+            push_config_store=push_store,
+            push_sender=self.push,
+            push_url_validator=functools.partial(check_url, policy),
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
@@ -223,6 +236,7 @@ class A2AFrontEnd:
 
     async def close(self) -> None:
         await self.handler.aclose()
+        await self.push.close()
         if self.tasks is not None:
             await self.tasks.close()
         await release_state()
