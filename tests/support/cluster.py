@@ -143,3 +143,34 @@ def cluster(folder: Path, env: dict[str, str], replicas: int = 3) -> Iterator[Cl
         _wait_port(http_port)
         _wait_port(grpc_port)
         yield Cluster(redis, servers, http_port, grpc_port, balancer)
+
+
+def main() -> None:
+    """``make cluster``: N replicas behind haproxy with one Redis, until Ctrl-C."""
+    import argparse
+    import os
+    import signal
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--replicas", type=int, default=3)
+    args = parser.parse_args()
+    problem = tools_missing()
+    if problem:
+        raise SystemExit(f"cannot start the cluster: {problem}")
+    # Everything the replicas need comes from this environment (AGENT_LLM_OVERRIDE, keys…).
+    passed = {k: v for k, v in os.environ.items() if k.startswith(("AGENT_", "OPENAI_", "ANTHROPIC_"))}
+    with tempfile.TemporaryDirectory() as folder, cluster(Path(folder), passed, args.replicas) as running:
+        print(f"load balancer: HTTP {running.http_base}  gRPC {running.grpc_target}  (haproxy, round-robin)")
+        for n, replica in enumerate(running.replicas):
+            print(f"  replica r{n}: HTTP {replica.http_base}  gRPC {replica.grpc_target}")
+        print(f"shared state: {running.redis.url}   Ctrl-C stops everything", flush=True)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as for Ctrl-C: clean up
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+if __name__ == "__main__":
+    main()
