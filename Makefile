@@ -13,7 +13,7 @@ HOST ?= 127.0.0.1
 # The playground's browser tests drive Debian's chromium (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install run test test-fast browser oidc-provider protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server
+.PHONY: help install run test test-fast browser oidc-provider protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server haproxy cluster
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -66,8 +66,15 @@ lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
 	$(VENV)/bin/ruff check neuro_san gateway tests bench
 	$(VENV)/bin/mypy
 
-redis-server: ## Debian's redis-server for the shared-limits tests, installed (as root, non-interactively) if missing
+redis-server: ## Debian's redis-server for the shared-state tests, installed (as root, non-interactively) if missing
 	@command -v redis-server >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; }
+
+haproxy: ## Debian's haproxy for the scale-out tests (the load balancer), installed (as root) if missing
+	@command -v haproxy >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q haproxy; }
+
+N ?= 3
+cluster: $(STAMP) redis-server haproxy ## N replicas (default 3) behind haproxy, round-robin, sharing one redis-server
+	$(PY) -m tests.support.cluster --replicas $(N)
 
 # As root (CI, the dev machines) a missing chromium is installed; anyone else is told how.
 $(CHROMIUM):
@@ -78,10 +85,10 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root)
 
-test: $(STAMP) browser redis-server oidc-provider proto-check lint ## install, check generated code and lint, then run the whole suite
+test: $(STAMP) browser redis-server haproxy oidc-provider proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest
 
-test-fast: $(STAMP) redis-server oidc-provider ## only the test suite
+test-fast: $(STAMP) redis-server haproxy oidc-provider ## only the test suite
 	$(PY) -m pytest -x
 
 # The benchmark measures the recommended production install: the `fast` extra (uvloop).

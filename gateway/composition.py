@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import grpc
 
 from gateway.a2a import a2a_frontends
+from gateway.a2a.push_policy import allowed_networks
 from gateway.config import GatewayConfig
 from gateway.host.bearer import oauth_frontends
 from gateway.host.frontends import FrontEndFactory
@@ -22,13 +23,19 @@ from gateway.host.server import GatewayHandle, start_host
 from gateway.invokers.interface import Invoker, methods_of
 from gateway.mcp import mcp_frontends
 from gateway.playground import make_frontend
+from gateway.state import StateSettings
 from gateway.transcoder.frontend import default_services, rest_frontend
 
 
 def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None) -> list[FrontEndFactory]:
     """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the OAuth
-    resource metadata (only with ``AGENT_OAUTH_ISSUER``; raises ConfigurationError for
-    settings that cannot work), the playground."""
+    resource metadata (only with ``AGENT_OAUTH_ISSUER``), the playground.
+
+    Raises ConfigurationError / ValueError for settings that cannot work (the OAuth ones,
+    the shared state's ``AGENT_REDIS_URL``…, ``AGENT_A2A_PUSH_ALLOWED_NETWORKS``), so the
+    server refuses to start rather than fail on the first A2A or MCP request."""
+    StateSettings.from_env(env)
+    allowed_networks(env)  # AGENT_A2A_PUSH_ALLOWED_NETWORKS
     return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), *oauth_frontends(env),
             make_frontend(playground)]
 

@@ -116,7 +116,7 @@ def network_card(
         provider=AgentProvider(organization=SERVER_NAME, url=base),
         # The same endpoint answers 0.3 clients (the SDK's compatibility layer).
         supported_interfaces=[_interface(base, agent), _interface(base, agent, version=PROTOCOL_VERSION_0_3)],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=TEXT_MODES,
         default_output_modes=TEXT_MODES,
         skills=[AgentSkill(id=agent, name=agent, description=description or agent, tags=_tags(tags))],
@@ -135,7 +135,7 @@ def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], securit
         version=__version__,
         provider=AgentProvider(organization=SERVER_NAME, url=base),
         supported_interfaces=[_interface(base, name, tenant=name) for name, _, _ in listed],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=TEXT_MODES,
         default_output_modes=TEXT_MODES,
         skills=[AgentSkill(id=name, name=name, description=description or name, tags=_tags(tags))

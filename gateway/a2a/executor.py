@@ -21,10 +21,11 @@ the same artifact as without streaming. Reasoning and sub-agents' deltas are not
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
@@ -32,13 +33,18 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import InternalError, InvalidParamsError
 from google.protobuf import json_format, struct_pb2
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.tasks import OWNER_KEY
 from gateway.host.errors import rpc_failure
+from gateway.state import SharedState, StateUnavailable
+from gateway.state.memory import MemoryState
+
+if TYPE_CHECKING:
+    from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only with AGENT_REDIS_URL
 
 log = logging.getLogger(__name__)
 
@@ -97,19 +103,29 @@ def _conversation_key(context: RequestContext) -> str:
 
 
 class NetworkExecutor(AgentExecutor):
-    """Runs A2A tasks as neuro-san chats; shared by every agent of the front-end."""
+    """Runs A2A tasks as neuro-san chats; shared by every agent of the front-end.
+
+    Each running chat is registered in the shared state's index of chats, so that a
+    ``tasks/cancel`` written on another replica stops it here (its gRPC call, so its LLM
+    calls); with Redis, the task is also listed as run by this replica, so that it ends
+    ``failed`` if this replica dies (:mod:`gateway.a2a.redis_tasks`).
+    """
 
     def __init__(
         self,
         streaming_chat: Callable[..., Any],
         conversations: ConversationStore,
         timeout: float | None,
+        state: SharedState | None = None,
+        tasks: RedisTaskStore | None = None,
     ) -> None:
         self._chat = streaming_chat
         self._conversations = conversations
         self._timeout = timeout
+        self._state = state or MemoryState()
+        self._tasks = tasks
 
-    def _request(self, context: RequestContext, tokens: bool) -> tuple[agent_pb2.ChatRequest, bool]:
+    async def _request(self, context: RequestContext, tokens: bool) -> tuple[agent_pb2.ChatRequest, bool]:
         message = context.message
         if message is None:
             raise InvalidParamsError(message="a message is required")
@@ -118,7 +134,11 @@ class NetworkExecutor(AgentExecutor):
         sly = _sly_data(message, options)
         raw_context = options.get("chat_context")
         if raw_context is None and context.context_id:
-            raw_context = self._conversations.get(_conversation_key(context))
+            try:
+                raw_context = await self._conversations.get(_conversation_key(context))
+            except StateUnavailable as error:
+                raise InternalError(message=f"{error}; send the chat_context from the last answer "
+                                    f"in metadata.{METADATA_KEY} to continue without it") from None
         thinking = options.get("thinking") is True
         request = agent_pb2.ChatRequest(
             user_message=chat_pb2.ChatMessage(type=chat_pb2.ChatMessage.HUMAN, text=text),
@@ -138,9 +158,11 @@ class NetworkExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         state = context.call_context.state
         tokens = state.get(STREAMING_KEY) is True
-        request, thinking = self._request(context, tokens)  # bad input raises before a task exists
+        request, thinking = await self._request(context, tokens)  # bad input raises before a task exists
         metadata = [*state.get(GRPC_METADATA_KEY, []), ("agent-name", state[AGENT_KEY])]
         task_id, context_id = str(context.task_id), str(context.context_id)
+        if self._tasks is not None:  # before the task is first saved: a reaper must know who runs it
+            await self._tasks.running(task_id, str(state.get(OWNER_KEY, "")))
         if context.current_task is None:
             await event_queue.enqueue_event(Task(
                 id=task_id, context_id=context_id,
@@ -149,8 +171,33 @@ class NetworkExecutor(AgentExecutor):
             ))
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work()
+        artifact_id = str(uuid.uuid4())  # the answer's artifact: streamed chunks, then the whole answer
+        chat = asyncio.ensure_future(
+            self._converse(request, metadata, thinking, updater, state, task_id, artifact_id)
+        )
+        unregister = self._state.register_chat("a2a", task_id, lambda: None if chat.cancel() else None)
+        try:
+            answer = await chat
+        except asyncio.CancelledError:
+            if not chat.cancelled() or _being_cancelled():
+                raise  # this replica cancels the task: the SDK writes CANCELED
+            # Cancelled on another replica (already written there): say so here too; the
+            # store's version check makes this replica take the written state.
+            log.info("A2A task %s cancelled from another replica", task_id)
+            await updater.cancel()
+            return
+        finally:
+            unregister()
+        if answer is not None:
+            await self._finish(updater, _conversation_key(context), answer, artifact_id)
+
+    async def _converse(
+        self, request: agent_pb2.ChatRequest, metadata: list[tuple[str, Any]], thinking: bool,
+        updater: TaskUpdater, state: Mapping[str, Any], task_id: str, artifact_id: str,
+    ) -> chat_pb2.ChatMessage | None:
+        """The chat; its answer, or None once the task has failed."""
         answer: chat_pb2.ChatMessage | None = None
-        artifact_id, chunks = str(uuid.uuid4()), 0
+        chunks = 0
         try:
             async for response in self._chat(request, metadata=metadata, timeout=self._timeout):
                 message = response.response
@@ -177,11 +224,10 @@ class NetworkExecutor(AgentExecutor):
                 extra = {METADATA_KEY: failure.jsonrpc_data()}
                 state.get(REFUSALS_KEY, []).append(failure)
             await updater.failed(updater.new_agent_message([Part(text=f"Error: {reason}")], metadata=extra))
-            return
+            return None
         if answer is None:
             await updater.failed(updater.new_agent_message([Part(text="Error: the network gave no answer")]))
-            return
-        await self._finish(updater, _conversation_key(context), answer, artifact_id)
+        return answer
 
     async def _finish(
         self, updater: TaskUpdater, conversation: str, answer: chat_pb2.ChatMessage, artifact_id: str
@@ -190,7 +236,10 @@ class NetworkExecutor(AgentExecutor):
         if answer.HasField("chat_context"):
             chat_context = json_format.MessageToDict(answer.chat_context, preserving_proto_field_name=True)
             extra["chat_context"] = chat_context
-            self._conversations.put(conversation, chat_context)
+            try:
+                await self._conversations.put(conversation, chat_context)
+            except StateUnavailable:
+                pass  # logged by the state; the answer carries chat_context for the client to send back
         if answer.HasField("sly_data") and answer.sly_data.fields:
             extra["sly_data"] = json_format.MessageToDict(answer.sly_data)
         metadata = {METADATA_KEY: extra}
@@ -210,3 +259,8 @@ class NetworkExecutor(AgentExecutor):
         # which cancels the chat and its LLM calls, as a client disconnect does.
         updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
         await updater.cancel()
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

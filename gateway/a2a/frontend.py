@@ -14,16 +14,18 @@ The JSON-RPC body is handled by the a2a-sdk's own dispatcher and request handler
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificationConfigStore
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
@@ -34,13 +36,20 @@ from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, STREAMING_KEY, NetworkExecutor
+from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
+from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.routes import A2A_ROUTES
-from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps, json_response
+from gateway.state import StateSettings, process_state, release_state
 from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
+
+if TYPE_CHECKING:
+    from gateway.a2a.redis_tasks import RedisTaskStore
+    from gateway.state.redis_state import RedisState
 
 #: Seconds a card lookup (Function / List) may take.
 _LOOKUP_TIMEOUT = 10.0
@@ -106,6 +115,16 @@ def _refused(request_id: Any, failure: RpcFailure) -> JSONResponse:
                         status_code=failure.http_status, headers=dict(failure.headers()))
 
 
+STATE_UNAVAILABLE = "the shared task store (Redis) is unreachable; retry later"
+RETRY_AFTER = "5"
+
+
+def _state_unavailable(request_id: Any) -> JSONResponse:
+    error = {"code": -32603, "message": STATE_UNAVAILABLE}
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=503,
+                        headers={"Retry-After": RETRY_AFTER})
+
+
 class A2AFrontEnd:
     """Serves the cards and the JSON-RPC binding; one task store and executor for all networks."""
 
@@ -113,17 +132,35 @@ class A2AFrontEnd:
         self.context = context
         self._function = context.method("AgentService", "Function")
         self._list = context.method("ConciergeService", "List")
-        self.conversations = conversations or ConversationStore()
+        self.state = process_state()
+        self.conversations = conversations or ConversationStore(self.state)
         self._secured = _api_keys_configured()
+        self.tasks: RedisTaskStore | None = None
+        if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
+            from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only when configured
+
+            self.tasks = RedisTaskStore(cast("RedisState", self.state))
+            self.tasks.start()
+        policy = PushUrlPolicy(allowed_networks())
+        settings = StateSettings.from_env()
+        push_store: PushNotificationConfigStore = (
+            RedisPushConfigStore(cast("RedisState", self.state), settings.task_ttl_seconds) if self.state.shared
+            else InMemoryPushNotificationConfigStore(owner_resolver=resolve_owner))
+        self.push = RetryingPushSender(push_store, policy)
         executor = NetworkExecutor(
-            context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds
+            context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
+            self.state, self.tasks,
         )
         self.handler = DefaultRequestHandler(
             agent_executor=executor,
-            task_store=BoundedTaskStore(),
+            task_store=self.tasks or BoundedTaskStore(),
             # Only read for the extended card, which we do not offer; the real cards are per request.
             agent_card=server_card("http://localhost", [("neuro-san", "agent networks", [])],
                                    CardSecurity(api_keys=self._secured)),
+            event_stream=self.tasks,
+            push_config_store=push_store,
+            push_sender=self.push,
+            push_url_validator=functools.partial(check_url, policy),
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
 
@@ -190,6 +227,8 @@ class A2AFrontEnd:
 
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
+        if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
+            return _jsonrpc_error(503, -32603, STATE_UNAVAILABLE, headers=[("Retry-After", RETRY_AFTER)])
         try:
             await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
@@ -216,9 +255,16 @@ class A2AFrontEnd:
             STREAMING_KEY: method in _STREAMING_METHODS,
         }
 
+        outages = self.state.outages
+
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             response = await self._dispatcher.handle_requests(Request(scope, receive))
-            if refusals and isinstance(response, JSONResponse):
+            if self.state.outages != outages and isinstance(response, JSONResponse) \
+                    and b'"error"' in bytes(response.body):
+                # Redis went away during this request (the SDK said "internal error"): nothing
+                # is sent yet, so answer as for a request that found it away, 503.
+                response = _state_unavailable(body.get("id") if isinstance(body, dict) else None)
+            elif refusals and isinstance(response, JSONResponse):
                 # SendMessage waited for the task, which the service refused: nothing is sent
                 # yet, so say it as REST does. A stream has started: its task failed with the message.
                 response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
@@ -228,6 +274,10 @@ class A2AFrontEnd:
 
     async def close(self) -> None:
         await self.handler.aclose()
+        await self.push.close()
+        if self.tasks is not None:
+            await self.tasks.close()
+        await release_state()
 
 
 def make_a2a_frontend(context: FrontEndContext) -> A2AFrontEnd:

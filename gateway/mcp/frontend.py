@@ -5,9 +5,10 @@ It keeps no session state, so any replica serves any request. At 2026-07-28 (see
 an ``Mcp-Session-Id`` (random, not a secret: calls are authenticated by their own
 ``Authorization``), and every later request is served whatever session id it carries.
 The only thing held per process is the set of calls in flight, so that a
-``notifications/cancelled`` reaching the same process stops its call (one reaching
-another replica is answered 202 and does nothing, as the spec allows; a client that
-closes its connection always stops its call).
+``notifications/cancelled`` stops its call: found here, or, with ``AGENT_REDIS_URL``,
+published to every replica through the shared state (:mod:`gateway.state`) so the one
+running the call stops it (without Redis, one reaching another replica does nothing, as
+the spec allows; a client that closes its connection always stops its call).
 
 Requests reach agents only through the invoker (``context.method(...)``) with the
 caller's headers as metadata, so API keys, access rules, admission limits and request
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import secrets
 from collections.abc import Callable, Iterable
@@ -48,6 +50,7 @@ from gateway.mcp.protocol import (
 )
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
+from gateway.state import process_state, release_state
 from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
 
 SESSION_HEADER = "Mcp-Session-Id"
@@ -88,6 +91,9 @@ class McpFrontEnd:
         self._dispatcher = Dispatcher(catalog, caller, neuro_san.__version__)
         #: (session id, request id) → the task running that request, for notifications/cancelled.
         self._in_flight: dict[tuple[str, Any], asyncio.Task[Any]] = {}
+        #: The same calls in the shared index, for a cancellation reaching another replica.
+        self._state = process_state()
+        self._cancelling: set[asyncio.Task[Any]] = set()
 
     def routes(self) -> Iterable[FrontEndRoute]:
         return [FrontEndRoute(method, MCP_PATH, "mcp", handler, refusal=jsonrpc_refusal)
@@ -97,6 +103,7 @@ class McpFrontEnd:
         for task in list(self._in_flight.values()):
             task.cancel()
         self._in_flight.clear()
+        await release_state()
 
     # ---- transport -------------------------------------------------------------------
 
@@ -175,8 +182,10 @@ class McpFrontEnd:
         stream cancels); the HTTP handler being cancelled (client gone) cancels it too."""
         work = asyncio.ensure_future(self._dispatcher.answer(call))
         key = (session or "", request_id)
-        if session is not None:
+        unregister: Callable[[], None] = _nothing
+        if session is not None:  # the handshake era: notifications/cancelled may name it, here or elsewhere
             self._in_flight[key] = work
+            unregister = self._state.register_chat("mcp", _shared_key(key), lambda: None if work.cancel() else None)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -184,6 +193,7 @@ class McpFrontEnd:
                 raise JsonRpcError(REQUEST_CANCELLED, "Request cancelled") from None
             raise
         finally:
+            unregister()
             if not work.done():
                 work.cancel()
             if session is not None and self._in_flight.get(key) is work:
@@ -192,9 +202,14 @@ class McpFrontEnd:
     def _notified(self, body: dict[str, Any], kind: str, session: str) -> None:
         if kind == "notification" and body.get("method") == "notifications/cancelled":
             params = body.get("params") or {}
-            task = self._in_flight.get((session, params.get("requestId")))
+            key = (session, params.get("requestId"))
+            task = self._in_flight.get(key)
             if task is not None:
                 task.cancel()
+            elif self._state.shared:  # maybe running on another replica: tell them all
+                sent = asyncio.ensure_future(self._state.cancel_chat("mcp", _shared_key(key)))
+                self._cancelling.add(sent)
+                sent.add_done_callback(_forget(self._cancelling))
 
     async def _streamed(
         self, request: web.Request, call: Call, request_id: Any, token: Any, session: str | None,
@@ -310,6 +325,24 @@ def _progress_token(params: dict[str, Any]) -> Any:
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
     return token if valid else None
+
+
+def _nothing() -> None:
+    return None
+
+
+def _shared_key(key: tuple[str, Any]) -> str:
+    """A call's name across replicas: a digest, as the session key holds the caller's credentials."""
+    return hashlib.sha256(json.dumps([key[0], key[1]], default=str).encode()).hexdigest()
+
+
+def _forget(pending: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # StateUnavailable when Redis is away: logged by the state, nothing to add
+
+    return done
 
 
 def _being_cancelled() -> bool:

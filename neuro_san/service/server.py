@@ -115,7 +115,8 @@ class ServerConfig:
     rate_limits: CallerLimits = field(default_factory=CallerLimits)
     #: LLM tokens per request when a network sets no max_tokens_per_request (0: none).
     max_tokens_per_request: int = 0
-    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL).
+    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL, else the
+    #: shared front-end state's AGENT_REDIS_URL: one Redis for all shared state by default).
     limits_redis_url: str = ""
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
@@ -153,7 +154,7 @@ class ServerConfig:
             connection_limits=GrpcConnectionLimits.from_env(env),
             rate_limits=CallerLimits.from_env(env),
             max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
-            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip(),
+            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip() or env.get("AGENT_REDIS_URL", "").strip(),
         )
 
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
@@ -80,7 +81,7 @@ def test_the_expected_kinds_are_there() -> None:
     kinds = sorted(document["kind"] for _, document in DOCUMENTS)
     assert kinds == sorted([
         "Deployment", "Service", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler",
-        "Secret", "Kustomization",
+        "Secret", "Kustomization", "StatefulSet", "Service",
     ])
 
 
@@ -157,7 +158,8 @@ def test_services_select_the_pods_and_target_declared_ports() -> None:
     deployment = _the("Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     container = _container(deployment)
-    services = {service["metadata"]["name"]: service for service in _of_kind("Service")}
+    services = {service["metadata"]["name"]: service for service in _of_kind("Service")
+                if service["metadata"]["name"] != "neuro-san-redis"}
     for service in services.values():
         assert _selects(service["spec"]["selector"], labels), service["metadata"]["name"]
         for port in service["spec"]["ports"]:
@@ -167,6 +169,25 @@ def test_services_select_the_pods_and_target_declared_ports() -> None:
     # One headless Service for gRPC client-side balancing (kube-proxy balances connections only).
     headless = [s for s in services.values() if s["spec"].get("clusterIP") == "None"]
     assert len(headless) == 1 and [p["name"] for p in headless[0]["spec"]["ports"]] == ["grpc"]
+
+
+def test_the_replicas_share_state_through_the_redis_of_the_manifests() -> None:
+    env = _env(_container(_the("Deployment")))
+    url = urlsplit(env["AGENT_REDIS_URL"])
+    (redis,) = _of_kind("StatefulSet")
+    (service,) = [s for s in _of_kind("Service") if s["metadata"]["name"] == url.hostname]
+    assert _selects(service["spec"]["selector"], redis["spec"]["template"]["metadata"]["labels"])
+    (container,) = redis["spec"]["template"]["spec"]["containers"]
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == url.port and _container_port(container, port["targetPort"]) == 6379
+    assert redis["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    args = container["args"]
+    # Every key the server writes expires: evicting among those never drops the running-task index.
+    assert args[args.index("--maxmemory-policy") + 1].startswith("volatile-")
+    assert float(env["AGENT_REPLICA_LEASE_SECONDS"]) >= 1
+    from gateway.state import StateSettings
+
+    StateSettings.from_env(env)  # the values the server will check at start
 
 
 def test_disruption_budget_and_autoscaler_fit_the_deployment() -> None:

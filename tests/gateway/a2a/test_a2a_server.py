@@ -55,7 +55,7 @@ def test_cards_describe_every_public_network(server: ServerProcess) -> None:
     card = httpx.get(f"{base}/a2a/math_guy/.well-known/agent-card.json", timeout=10).json()
     assert card["name"] == "math_guy"
     assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a/math_guy"
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True}
     assert "securitySchemes" not in card  # no API keys on this server
     legacy = httpx.get(f"{base}/a2a/math_guy/.well-known/agent.json", timeout=10).json()  # 0.3 clients' path
     assert legacy["url"] == f"{base}/a2a/math_guy" and legacy["preferredTransport"] == "JSONRPC"

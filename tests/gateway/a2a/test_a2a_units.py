@@ -10,6 +10,7 @@ from a2a.types import Task
 
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.state.memory import LruDocuments, MemoryState
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.network.a2a_refs import a2a_headers, a2a_url, ref_from_dict
 from neuro_san.runtime.tool_binding import tool_function_name
@@ -17,14 +18,25 @@ from neuro_san.runtime.tool_binding import tool_function_name
 
 def test_the_context_memory_is_bounded_and_expires() -> None:
     now = [0.0]
-    store = ConversationStore(max_entries=2, ttl_seconds=10, clock=lambda: now[0])
-    store.put("a", {"n": 1})
-    store.put("b", {"n": 2})
+    store = LruDocuments(max_entries=2, clock=lambda: now[0])
+    store.put("a", {"n": 1}, 10)
+    store.put("b", {"n": 2}, 10)
     assert store.get("a") == {"n": 1}  # a is now the most recently used
-    store.put("c", {"n": 3})
+    store.put("c", {"n": 3}, 10)
     assert store.get("b") is None and store.get("a") == {"n": 1} and len(store) == 2
     now[0] = 10.0
     assert store.get("a") is None and store.get("c") is None
+
+
+def test_the_conversation_store_keeps_contexts_in_the_shared_state() -> None:
+    async def scenario() -> None:
+        state = MemoryState()
+        store, other = ConversationStore(state), ConversationStore(state)
+        await store.put("owner:ctx", {"chat_histories": []})
+        assert await other.get("owner:ctx") == {"chat_histories": []}
+        assert await other.get("someone-else:ctx") is None
+
+    asyncio.run(scenario())
 
 
 def test_the_task_store_forgets_the_oldest_and_scopes_by_owner() -> None:
@@ -64,3 +76,28 @@ def test_bad_references_are_refused() -> None:
         a2a_url("a2a+grpc://host/x")
     with pytest.raises(ConfigurationError, match="must be the A2A agent's URL"):
         ref_from_dict({"a2a": 3}, "w")
+
+
+@pytest.mark.parametrize("url", [
+    "http://localhost:8080/hook",  # a name resolving to loopback
+    "http://127.0.0.1/hook", "http://169.254.169.254/latest/meta-data", "http://10.1.2.3/", "http://172.16.0.1/",
+    "http://192.168.0.10/", "http://100.64.0.1/", "http://[::1]/", "http://[fe80::1]/", "http://0.0.0.0/",
+    "http://[::ffff:10.0.0.1]/", "file:///etc/passwd", "http:///nohost",
+])
+def test_push_urls_inside_the_network_are_refused(url: str) -> None:
+    from gateway.a2a.push_policy import PushUrlPolicy
+
+    assert asyncio.run(PushUrlPolicy().why_refused(url)) is not None
+
+
+def test_push_url_ranges_can_be_allowed_and_bad_ones_are_refused() -> None:
+    from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
+
+    allowed = allowed_networks({"AGENT_A2A_PUSH_ALLOWED_NETWORKS": "10.1.0.0/16, 127.0.0.1/32"})
+    policy = PushUrlPolicy(allowed)
+    assert asyncio.run(policy.why_refused("http://10.1.2.3:9000/hook")) is None
+    assert asyncio.run(policy.why_refused("http://127.0.0.1/hook")) is None
+    assert "internal address" in str(asyncio.run(policy.why_refused("http://10.2.0.1/hook")))
+    assert asyncio.run(PushUrlPolicy().why_refused("http://93.184.215.14/hook")) is None  # public: fine
+    with pytest.raises(ValueError, match="AGENT_A2A_PUSH_ALLOWED_NETWORKS"):
+        allowed_networks({"AGENT_A2A_PUSH_ALLOWED_NETWORKS": "10.0.0.0/99"})

@@ -1,0 +1,184 @@
+"""A2A push notifications: where the webhooks are kept, which URLs may receive them, and
+their delivery with retries.
+
+- Configurations (``tasks/pushNotificationConfig/set|get|list|delete``) are kept beside
+  the tasks: in Redis with ``AGENT_REDIS_URL`` (a configuration set on one replica is used
+  by the replica running the task), else in memory. They are scoped to the caller (API
+  key and network) as tasks are, and expire with them.
+- URLs: http(s) only, and every address the host name resolves to must be public:
+  loopback, link-local (169.254.169.254…), private, shared, multicast, reserved and
+  unspecified addresses are refused when the configuration is set *and* again before each
+  delivery (after DNS resolution, so a name pointing inside is refused too), unless
+  ``AGENT_A2A_PUSH_ALLOWED_NETWORKS`` (comma-separated CIDRs) lets a range in. Redirects
+  are not followed.
+- Delivery: the task's events are posted in order, each as the A2A ``StreamResponse``
+  JSON, with the configuration's ``token`` in ``X-A2A-Notification-Token`` and its
+  ``authentication`` (scheme and credentials) in ``Authorization``, as the spec describes.
+  A 5xx, 408, 429 or a connection failure is retried with exponential backoff
+  (:data:`ATTEMPTS` attempts); any other 4xx is final. Each attempt re-reads the
+  configurations, so deleting one stops its deliveries, retries included. Delivery runs
+  beside the task, never delaying it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+import httpx
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import PushNotificationConfigStore, PushNotificationEvent, PushNotificationSender
+from a2a.server.tasks.push_notification_config_store import normalize_push_notification_config
+from a2a.types import TaskPushNotificationConfig
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.proto_utils import to_stream_response
+from google.protobuf.json_format import MessageToDict
+
+from gateway.a2a.tasks import resolve_owner
+
+if TYPE_CHECKING:
+    from gateway.state.redis_state import RedisState  # imports redis: only with AGENT_REDIS_URL
+from gateway.a2a.push_policy import PushUrlPolicy
+
+log = logging.getLogger(__name__)
+
+TOKEN_HEADER = "X-A2A-Notification-Token"
+ATTEMPTS = 5
+FIRST_BACKOFF_SECONDS = 0.25
+MAX_BACKOFF_SECONDS = 8.0
+#: Events waiting for delivery per task; beyond it the oldest waiting one is dropped.
+MAX_QUEUED_PER_TASK = 256
+_RETRIED = frozenset({408, 429})
+
+async def check_url(policy: PushUrlPolicy, url: str) -> bool:
+    """The SDK's validator: raises InvalidParamsError saying why a URL is refused."""
+    reason = await policy.why_refused(url)
+    if reason is not None:
+        raise InvalidParamsError(message=f"push notification URL refused: {reason}")
+    return True
+
+
+class RedisPushConfigStore(PushNotificationConfigStore):
+    """Configurations in one Redis hash per task (field ``<owner>\\n<config id>``)."""
+
+    def __init__(self, state: RedisState, ttl_seconds: float) -> None:
+        self._state = state
+        self._ttl_ms = int(ttl_seconds * 1000)
+
+    @staticmethod
+    def _key(task_id: str) -> str:
+        return f"neuro-san:a2a:push:{task_id}"
+
+    async def set_info(self, task_id: str, notification_config: TaskPushNotificationConfig,
+                       context: ServerCallContext) -> TaskPushNotificationConfig:
+        stored = normalize_push_notification_config(task_id, notification_config)
+        field = f"{resolve_owner(context)}\n{stored.id}"
+        async with self._state.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(self._key(task_id), field, stored.SerializeToString())
+            pipe.pexpire(self._key(task_id), self._ttl_ms)
+            await self._state.guard(pipe.execute())
+        return stored
+
+    async def _all(self, task_id: str) -> dict[str, TaskPushNotificationConfig]:
+        raw = await self._state.guard(self._state.redis.hgetall(self._key(task_id)))
+        return {field.decode(): TaskPushNotificationConfig.FromString(value) for field, value in raw.items()}
+
+    async def get_info(self, task_id: str, context: ServerCallContext) -> list[TaskPushNotificationConfig]:
+        prefix = resolve_owner(context) + "\n"
+        return [config for field, config in (await self._all(task_id)).items() if field.startswith(prefix)]
+
+    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        return list((await self._all(task_id)).values())
+
+    async def delete_info(self, task_id: str, context: ServerCallContext, config_id: str | None = None) -> None:
+        prefix = resolve_owner(context) + "\n"
+        fields = [f for f in await self._all(task_id) if f.startswith(prefix) and
+                  (config_id is None or f == prefix + config_id)]
+        if fields:
+            await self._state.guard(self._state.redis.hdel(self._key(task_id), *fields))
+
+
+class RetryingPushSender(PushNotificationSender):
+    """Posts each task's events to its webhooks in order, in the background, with retries."""
+
+    def __init__(self, store: PushNotificationConfigStore, policy: PushUrlPolicy,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self._store = store
+        self._policy = policy
+        self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
+        self._queues: dict[str, asyncio.Queue[PushNotificationEvent]] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+
+    async def send_notification(self, task_id: str, event: PushNotificationEvent) -> None:
+        queue = self._queues.get(task_id)
+        if queue is None:
+            queue = self._queues[task_id] = asyncio.Queue(MAX_QUEUED_PER_TASK)
+            worker = asyncio.ensure_future(self._deliver_all(task_id, queue))
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
+        if queue.full():
+            queue.get_nowait()
+            log.warning("push notifications for task %s fall behind: an older event was dropped", task_id)
+        queue.put_nowait(event)
+
+    async def _deliver_all(self, task_id: str, queue: asyncio.Queue[PushNotificationEvent]) -> None:
+        try:
+            while not queue.empty():
+                event = queue.get_nowait()
+                body = MessageToDict(to_stream_response(event))
+                configs = await self._store.get_info_for_dispatch(task_id)
+                await asyncio.gather(*(self._deliver(task_id, config.id, body) for config in configs))
+        except Exception:  # best effort, as the SDK asks: never disturb the task
+            log.exception("push notifications for task %s stopped", task_id)
+        finally:
+            if self._queues.get(task_id) is queue:
+                del self._queues[task_id]
+
+    async def _current(self, task_id: str, config_id: str) -> TaskPushNotificationConfig | None:
+        for config in await self._store.get_info_for_dispatch(task_id):
+            if config.id == config_id:
+                return config
+        return None
+
+    async def _deliver(self, task_id: str, config_id: str, body: dict[str, object]) -> None:
+        backoff = FIRST_BACKOFF_SECONDS
+        for attempt in range(1, ATTEMPTS + 1):
+            config = await self._current(task_id, config_id)  # deleted: stop, retries included
+            if config is None:
+                return
+            reason = await self._policy.why_refused(config.url)  # resolved again: DNS may have moved
+            if reason is not None:
+                log.warning("push notification for task %s not sent: %s", task_id, reason)
+                return
+            headers = {TOKEN_HEADER: config.token} if config.token else {}
+            if config.HasField("authentication") and config.authentication.credentials:
+                headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
+            try:
+                response = await self._client.post(config.url, json=body, headers=headers)
+                if response.status_code < 300:
+                    return
+                if response.status_code < 500 and response.status_code not in _RETRIED:
+                    log.warning("push notification for task %s refused by %s: HTTP %d", task_id,
+                                config.url, response.status_code)
+                    return
+                problem = f"HTTP {response.status_code}"
+            except httpx.HTTPError as error:
+                problem = f"{type(error).__name__}: {error}"
+            if attempt < ATTEMPTS:
+                log.info("push notification for task %s to %s failed (%s); retry in %.2f s", task_id,
+                         config.url, problem, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
+            else:
+                log.warning("push notification for task %s to %s given up after %d attempts (%s)", task_id,
+                            config.url, ATTEMPTS, problem)
+
+    async def close(self) -> None:
+        for worker in list(self._workers):
+            worker.cancel()
+        for worker in list(self._workers):
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        await self._client.aclose()

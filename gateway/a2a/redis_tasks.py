@@ -1,0 +1,333 @@
+"""A2A tasks shared by every replica on Redis (``AGENT_REDIS_URL``).
+
+The a2a-sdk's request handler has cluster interfaces: a :class:`VersionedTaskStore`
+(compare-and-swap on a version) and a :class:`TaskEventStream` (events to the replicas
+that did not run the task). These are their Redis implementations:
+
+- a task is a hash ``a2a:task:<id>`` (owner, version, state, the Task proto) written by
+  one Lua script that checks the version (and the owner), so two replicas never overwrite
+  each other; it expires (``AGENT_A2A_TASK_TTL_SECONDS``), and each owner (API key and
+  network) keeps at most :data:`MAX_TASKS_PER_OWNER` (the oldest go first);
+- its events are a Redis stream ``a2a:events:<id>`` read from the start and filtered by
+  version, so a replica that resubscribes after reading the task misses nothing;
+- a cancellation written on another replica is also published on the cancellation
+  channel: the replica running the chat stops it (and its LLM calls) at once rather than
+  at its next update;
+- the tasks in progress are listed in ``a2a:running`` with the replica running each; a
+  task whose replica lost its lease (died) is failed, with the reason, by the first
+  replica that notices (every replica looks every half lease; reading or tailing the
+  task looks too).
+
+Without ``AGENT_REDIS_URL`` the tasks stay in memory (:mod:`gateway.a2a.tasks`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
+from a2a.server.cluster import (
+    ConcurrentTaskModificationError,
+    StoredTask,
+    TaskEventStream,
+    TaskVersion,
+    VersionedEvent,
+    VersionedTaskStore,
+)
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import (
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import InternalError
+
+from gateway.a2a.tasks import OWNER_KEY, resolve_owner
+from gateway.state import StateSettings, StateUnavailable
+from gateway.state.redis_state import PREFIX, REDIS_ERRORS, SOCKET_TIMEOUT, RedisState, connect
+
+log = logging.getLogger(__name__)
+
+MAX_TASKS_PER_OWNER = 10_000
+#: Events kept per task (its stream is trimmed to about this many).
+MAX_EVENTS_PER_TASK = 1000
+#: How long a tail waits on the stream before it checks that the task's replica lives.
+_TAIL_BLOCK_MS = 1000
+_RUNNING = f"{PREFIX}a2a:running"
+_TERMINAL = "," + ",".join(str(int(s)) for s in TERMINAL_TASK_STATES) + ","
+
+_SAVE = """
+local cur = redis.call('HMGET', KEYS[1], 'o', 'v', 's')
+local exists = cur[2] ~= false
+if exists and cur[1] ~= ARGV[1] then return -2 end
+local version = tonumber(cur[2]) or 0
+if ARGV[8] == '1' then
+  if (not exists) or string.find(ARGV[10], ',' .. cur[3] .. ',', 1, true) then return -1 end
+elseif version ~= tonumber(ARGV[2]) then
+  return -1
+end
+version = version + 1
+redis.call('HSET', KEYS[1], 'o', ARGV[1], 'v', version, 't', ARGV[3], 's', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[11])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+if ARGV[9] == '1' then redis.call('HDEL', KEYS[3], ARGV[11]) end
+local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[7])
+if extra > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[2], extra)
+  for i = 1, #popped, 2 do
+    if popped[i] ~= ARGV[11] then redis.call('DEL', ARGV[12] .. popped[i]) end
+  end
+end
+return version
+"""
+
+
+def _version(value: TaskVersion) -> int:
+    raw = value._value  # the SDK leaves the wrapped value to the store that made it
+    return raw if isinstance(raw, int) else 0
+
+
+def _to_stream(event: Event) -> StreamResponse:
+    if isinstance(event, Task):
+        return StreamResponse(task=event)
+    if isinstance(event, Message):
+        return StreamResponse(message=event)
+    if isinstance(event, TaskStatusUpdateEvent):
+        return StreamResponse(status_update=event)
+    if isinstance(event, TaskArtifactUpdateEvent):
+        return StreamResponse(artifact_update=event)
+    raise TypeError(f"not an A2A event: {type(event).__name__}")
+
+
+def _from_stream(response: StreamResponse) -> Event:
+    which = response.WhichOneof("payload")
+    if which is None:
+        raise ValueError("an empty event")
+    event: Event = getattr(response, which)
+    return event
+
+
+def _unavailable(error: StateUnavailable) -> InternalError:
+    return InternalError(message=f"{error}; retry when it is back")
+
+
+class RedisTaskStore(VersionedTaskStore, TaskEventStream):
+    """Tasks and their events on Redis; one per process, shared by every network."""
+
+    def __init__(self, state: RedisState, ttl_seconds: float | None = None) -> None:
+        self.state = state
+        self.redis = state.redis
+        self._tail = connect(state.url, socket_timeout=SOCKET_TIMEOUT + _TAIL_BLOCK_MS / 1000)
+        self._ttl_ms = int(1000 * (ttl_seconds or StateSettings.from_env().task_ttl_seconds))
+        self._save = self.redis.register_script(_SAVE)
+        self._reaper: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _task_key(task_id: str) -> str:
+        return f"{PREFIX}a2a:task:{task_id}"
+
+    @staticmethod
+    def _events_key(task_id: str) -> str:
+        return f"{PREFIX}a2a:events:{task_id}"
+
+    async def _guard(self, call: Any) -> Any:
+        try:
+            return await self.state.guard(call)
+        except StateUnavailable as error:
+            raise _unavailable(error) from None
+
+    # ---- VersionedTaskStore ------------------------------------------------------------
+
+    async def save(
+        self, task: Task, *, event: Event | None, prev: Task | None, prev_version: TaskVersion,
+        context: ServerCallContext,
+    ) -> TaskVersion:
+        del event, prev
+        return await self._write(task, resolve_owner(context), _version(prev_version))
+
+    async def _write(self, task: Task, owner: str, prev_version: int) -> TaskVersion:
+        state = task.status.state
+        args = [
+            owner, prev_version, task.SerializeToString(), int(state), self._ttl_ms, time.time(),
+            MAX_TASKS_PER_OWNER, "1" if state == TaskState.TASK_STATE_CANCELED else "0",
+            "1" if state in TERMINAL_TASK_STATES else "0", _TERMINAL, task.id, f"{PREFIX}a2a:task:",
+        ]
+        keys = [self._task_key(task.id), f"{PREFIX}a2a:owner:{owner}", _RUNNING]
+        version = int(await self._guard(self._save(keys=keys, args=args)))
+        if version < 0:
+            raise ConcurrentTaskModificationError(task.id)
+        return TaskVersion(version)
+
+    async def _read(self, task_id: str) -> tuple[str, StoredTask] | None:
+        owner, version, raw = await self._guard(self.redis.hmget(self._task_key(task_id), "o", "v", "t"))
+        if raw is None:
+            return None
+        return owner.decode(), StoredTask(Task.FromString(raw), TaskVersion(int(version)))
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        found = await self._read(task_id)
+        if found is None or found[0] != resolve_owner(context):
+            return None
+        stored = found[1]
+        if stored.task.status.state not in TERMINAL_TASK_STATES:
+            reaped = await self.reap_if_orphaned(task_id)
+            if reaped is not None:
+                return reaped
+        return stored
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        owner = resolve_owner(context)
+        ids = await self._guard(self.redis.zrevrange(f"{PREFIX}a2a:owner:{owner}", 0, MAX_TASKS_PER_OWNER - 1))
+        pipe = self.redis.pipeline(transaction=False)
+        for task_id in ids:
+            pipe.hmget(self._task_key(task_id.decode()), "o", "t")
+        rows = await self._guard(pipe.execute()) if ids else []
+        # The SDK's own filtering and paging, over this owner's tasks.
+        page = InMemoryTaskStore(owner_resolver=lambda _: owner, use_copying=False)
+        for stored_owner, raw in rows:
+            if raw is not None and stored_owner.decode() == owner:
+                await page.save(Task.FromString(raw), context)
+        return await page.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        found = await self._read(task_id)
+        if found is None or found[0] != resolve_owner(context):
+            return
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self._task_key(task_id), self._events_key(task_id))
+            pipe.zrem(f"{PREFIX}a2a:owner:{found[0]}", task_id)
+            pipe.hdel(_RUNNING, task_id)
+            await self._guard(pipe.execute())
+
+    # ---- TaskEventStream ---------------------------------------------------------------
+
+    async def publish(self, task_id: str, event: VersionedEvent) -> None:
+        key = self._events_key(task_id)
+        data = {"v": _version(event.version), "e": _to_stream(event.event).SerializeToString()}
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xadd(key, data, maxlen=MAX_EVENTS_PER_TASK, approximate=True)  # type: ignore[arg-type]
+            pipe.pexpire(key, self._ttl_ms)
+            await self._guard(pipe.execute())
+        cancelled = isinstance(event.event, TaskStatusUpdateEvent | Task) and \
+            event.event.status.state == TaskState.TASK_STATE_CANCELED
+        if cancelled:  # written here, maybe running elsewhere: stop its chat now
+            with contextlib.suppress(StateUnavailable):
+                await self.state.cancel_chat("a2a", task_id)
+
+    async def subscribe(  # type: ignore[override]
+        self, task_id: str, *, after: TaskVersion
+    ) -> AsyncGenerator[VersionedEvent, None]:
+        key, last = self._events_key(task_id), "0-0"
+        while True:
+            try:
+                reply = await self._tail.xread({key: last}, count=100, block=_TAIL_BLOCK_MS)
+            except REDIS_ERRORS as error:
+                raise _unavailable(self.state.outage(error)) from None
+            if not reply:
+                await self.reap_if_orphaned(task_id)  # its failure, if any, arrives as the next event
+                continue
+            for _, entries in reply:
+                for entry_id, fields in entries:
+                    last = entry_id
+                    version = TaskVersion(int(fields[b"v"]))
+                    if version.is_after(after):
+                        yield VersionedEvent(_from_stream(StreamResponse.FromString(fields[b"e"])), version)
+
+    async def destroy(self, task_id: str) -> None:
+        del task_id  # the stream expires with the task
+
+    # ---- running tasks and the replicas that run them ------------------------------------
+
+    async def running(self, task_id: str, owner: str) -> None:
+        """Note that this replica runs ``task_id`` (until the task is saved in a final state)."""
+        await self._guard(self.redis.hset(_RUNNING, task_id, f"{self.state.replica_id}\n{owner}"))
+
+    async def reap_if_orphaned(self, task_id: str) -> StoredTask | None:
+        """Fail ``task_id`` if the replica running it lost its lease; the failed task, or None."""
+        entry = await self._guard(self.redis.hget(_RUNNING, task_id))
+        if entry is None:
+            return None
+        replica, _, owner = entry.decode().partition("\n")
+        if replica == self.state.replica_id or await self._guard(self.state.replica_alive(replica)):
+            return None
+        return await self._reap(task_id, owner, replica)
+
+    async def _reap(self, task_id: str, owner: str, replica: str) -> StoredTask | None:
+        found = await self._read(task_id)
+        if found is None or found[0] != owner:
+            await self._guard(self.redis.hdel(_RUNNING, task_id))
+            return None
+        task, version = found[1].task, found[1].version
+        if task.status.state in TERMINAL_TASK_STATES:
+            await self._guard(self.redis.hdel(_RUNNING, task_id))
+            return found[1]
+        reason = (f"the server replica running this task ({replica}) stopped before it ended; "
+                  "its outcome is unknown: send the message again")
+        failed = Task()
+        failed.CopyFrom(task)
+        failed.status.CopyFrom(TaskStatus(
+            state=TaskState.TASK_STATE_FAILED,
+            message=Message(role=Role.ROLE_AGENT, message_id=f"{task_id}-replica-lost", task_id=task_id,
+                            context_id=task.context_id, parts=[Part(text=f"Error: {reason}")]),
+        ))
+        failed.status.timestamp.GetCurrentTime()
+        try:
+            new_version = await self._write(failed, owner, _version(version))
+        except ConcurrentTaskModificationError:
+            return None  # another replica reaped it first, or the task moved on
+        log.warning("A2A task %s failed: %s", task_id, reason)
+        event = TaskStatusUpdateEvent(task_id=task_id, context_id=task.context_id, status=failed.status)
+        await self.publish(task_id, VersionedEvent(event, new_version))
+        return StoredTask(failed, new_version)
+
+    async def _reap_loop(self) -> None:
+        """Every half lease, fail the tasks of replicas whose lease expired."""
+        while True:
+            await asyncio.sleep(self.state.lease_seconds / 2)
+            try:
+                entries = await self._guard(self.redis.hgetall(_RUNNING))
+                alive: dict[str, bool] = {self.state.replica_id: True}
+                for raw_id, raw_entry in entries.items():
+                    replica, _, owner = raw_entry.decode().partition("\n")
+                    if replica not in alive:
+                        alive[replica] = await self._guard(self.state.replica_alive(replica))
+                    if not alive[replica]:
+                        await self._reap(raw_id.decode(), owner, replica)
+            except InternalError:
+                continue  # Redis is away: logged; look again later
+            except REDIS_ERRORS as error:  # a pipeline error the guard did not see
+                self.state.outage(error)
+
+    def start(self) -> None:
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_loop())
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        with contextlib.suppress(*REDIS_ERRORS):
+            await self._tail.aclose()
+
+
+def owner_context(owner: str) -> ServerCallContext:
+    """A call context for ``owner`` (what the front-end sets for each request)."""
+    return ServerCallContext(state={OWNER_KEY: owner})
