@@ -80,8 +80,9 @@ class MiddlewareChain:
         return response
 
     def _stopped(self, stop: AgentStopped) -> str:
-        # neuro-san's wording for an agent ended by a middleware exception.
-        return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
+        # neuro-san's wording for an agent ended by a middleware exception; the agent loop's
+        # error formatter (runtime/error_format.py) turns it into "Error from <agent>: …".
+        return f"Agent stopped due to exception {stop}"
 
     async def after_agent(self, answer: str) -> str:
         for middleware in reversed(self.instances):

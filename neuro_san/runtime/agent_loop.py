@@ -18,6 +18,7 @@ from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec
 from neuro_san.middleware.chain import middleware_chain
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.context import RequestContext
+from neuro_san.runtime.error_format import format_error
 from neuro_san.runtime.tools import run_tool_calls
 from neuro_san.runtime.transcript import note_tool_result
 from neuro_san.runtime.usage_report import add_caveat, agent_usage, record_llm_call
@@ -109,6 +110,7 @@ async def _run_llm_agent(
         add_caveat("truncated: the answer was cut off at the model's output token limit")
     if middleware is not None:
         answer = await middleware.after_agent(answer)
+    answer = format_error(agent, origin, answer)
     ctx.emit(MessageType.AI, origin, answer)
     return answer
 
