@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@# Bytecode for our own packages, as pip writes it for installed ones: with
 	@# PYTHONDONTWRITEBYTECODE set, every start would otherwise compile ~170 modules (~0.4 s).
-	$(PY) -m compileall -q -j 0 neuro_san gateway mcp_frontend a2a_frontend playground generated >/dev/null
+	$(PY) -m compileall -q -j 0 neuro_san gateway generated >/dev/null
 	@touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install the package with its dev tools
@@ -54,7 +54,7 @@ buf-breaking: $(BUF) ## buf breaking against the first published API and the mai
 	else echo "buf-breaking: no main branch here; checked against the baseline only"; fi
 
 lint: $(STAMP) buf-lint buf-breaking ## ruff, mypy and buf
-	$(VENV)/bin/ruff check neuro_san gateway tests bench mcp_frontend a2a_frontend playground
+	$(VENV)/bin/ruff check neuro_san gateway tests bench
 	$(VENV)/bin/mypy
 
 redis-server: ## Debian's redis-server for the shared-limits tests, installed (as root, non-interactively) if missing

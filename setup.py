@@ -36,8 +36,7 @@ GENERATED = {
 
 setup(
     packages=find_namespace_packages(
-        include=["neuro_san", "neuro_san.*", "gateway", "gateway.*", "playground", "playground.*",
-                 "mcp_frontend", "mcp_frontend.*", "a2a_frontend", "a2a_frontend.*"],
+        include=["neuro_san", "neuro_san.*", "gateway", "gateway.*"],
         exclude=["*.__pycache__"],
     ) + list(GENERATED),
     package_dir=GENERATED,

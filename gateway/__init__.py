@@ -1,13 +1,13 @@
-"""HTTP/JSON gateway for the gRPC API, generated at start-up from ``google.api.http``.
+"""The HTTP port: one house with rooms.
 
-Laid out like grpc-gateway's runtime: :mod:`~gateway.pattern` (templates),
-:mod:`~gateway.routes` (rules from descriptors), :mod:`~gateway.mux` (404 vs 405),
-:mod:`~gateway.binder` (body → path → query), :mod:`~gateway.marshal` (JSON ⇄ proto),
-:mod:`~gateway.errors` (Status bodies), :mod:`~gateway.metadata` (headers ⇄ metadata,
-Grpc-Timeout), :mod:`~gateway.forward` (unary, NDJSON, SSE), :mod:`~gateway.invoker`
-(the shared channel), :mod:`~gateway.health`, :mod:`~gateway.openapi`,
-:mod:`~gateway.app` and :mod:`~gateway.server` (aiohttp app, start/stop),
-:mod:`~gateway.cli`.
+- :mod:`gateway.host`: the aiohttp server, TLS, the connection guard, the one guarded
+  body reader, health, metrics, error bodies, the route table and the front-end seam;
+- :mod:`gateway.transcoder`: the REST API generated from ``google.api.http`` rules;
+- :mod:`gateway.invokers`: how the HTTP port reaches the service (gRPC channel or
+  in-process);
+- the front-ends :mod:`gateway.mcp`, :mod:`gateway.a2a`, :mod:`gateway.playground`;
+- :mod:`gateway.composition`: the one list of front-ends, and :func:`start_gateway`;
+- :mod:`gateway.cli`: ``neuro-san gateway`` (standalone, in front of gRPC replicas).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from gateway.config import GatewayConfig
 
 if TYPE_CHECKING:
-    from gateway.server import GatewayHandle, start_gateway
+    from gateway.composition import start_gateway
+    from gateway.host.server import GatewayHandle
 
 __all__ = ["GatewayConfig", "GatewayHandle", "start_gateway"]
 
@@ -23,8 +24,12 @@ __all__ = ["GatewayConfig", "GatewayHandle", "start_gateway"]
 def __getattr__(name: str) -> Any:
     # The server (aiohttp, grpc, descriptors) loads on first use, so importing the
     # package for its CLI arguments or config stays cheap for client commands.
-    if name in ("GatewayHandle", "start_gateway"):
-        from gateway import server
+    if name == "start_gateway":
+        from gateway import composition
 
-        return getattr(server, name)
+        return composition.start_gateway
+    if name == "GatewayHandle":
+        from gateway.host import server
+
+        return server.GatewayHandle
     raise AttributeError(name)

@@ -16,7 +16,7 @@ import ssl
 from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
-from gateway.tls import TlsConfigError
+from gateway.host.tls import TlsConfigError
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap on Grpc-Timeout, and the deadline when a request sends none",
     )
     add_http_tls_arguments(parser)
-    from playground.switch import add_argument as add_playground_argument
+    from gateway.playground.switch import add_argument as add_playground_argument  # a light module
 
     add_playground_argument(parser)
     tls = parser.add_argument_group("TLS to the gRPC target")
@@ -150,16 +150,11 @@ async def _serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
-    from a2a_frontend import a2a_frontends
-    from gateway.server import start_gateway  # aiohttp and grpc load only when the gateway runs
-    from mcp_frontend import mcp_frontends
-    from playground import make_frontend, playground_enabled
+    # aiohttp, grpc and the descriptors load only when the gateway runs, not for --help.
+    from gateway.composition import protocol_frontends, start_gateway
+    from gateway.playground import playground_enabled
 
-    frontends = [
-        *mcp_frontends(),
-        *a2a_frontends(),
-        make_frontend(playground_enabled(getattr(args, "no_playground", False))),
-    ]
+    frontends = protocol_frontends(playground=playground_enabled(getattr(args, "no_playground", False)))
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=frontends)
     # Tests and supervisors read the bound port from this line.
     print(f"gateway listening on {handle.scheme}://{args.host}:{handle.port} -> {args.target}", flush=True)

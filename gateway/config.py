@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gateway.connection_guard import ConnectionLimits
+from gateway.host.connection_guard import ConnectionLimits
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -37,7 +37,7 @@ class GatewayConfig:
       ``target_server_name`` overrides the name checked against the server's
       certificate (useful when the target is an address list).
     - ``connection_limits``: deadlines and caps for slow and flooding clients (see
-      :mod:`gateway.connection_guard`; ``AGENT_HTTP_*`` environment variables by default).
+      :mod:`gateway.host.connection_guard`; ``AGENT_HTTP_*`` environment variables by default).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES

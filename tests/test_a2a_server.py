@@ -52,15 +52,18 @@ def test_cards_describe_every_public_network(server: ServerProcess) -> None:
     base = server.http_base
     directory = httpx.get(f"{base}/.well-known/agent-card.json", timeout=10).json()
     assert {"math_guy", "hello_world"} <= {s["id"] for s in directory["skills"]}
-    card = httpx.get(f"{base}/a2a/deep/math_guy/.well-known/agent-card.json", timeout=10).json()
-    assert card["name"] == "deep/math_guy"
-    assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a/deep/math_guy"
+    card = httpx.get(f"{base}/a2a/math_guy/.well-known/agent-card.json", timeout=10).json()
+    assert card["name"] == "math_guy"
+    assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a/math_guy"
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False}
     assert "securitySchemes" not in card  # no API keys on this server
     legacy = httpx.get(f"{base}/a2a/math_guy/.well-known/agent.json", timeout=10).json()  # 0.3 clients' path
     assert legacy["url"] == f"{base}/a2a/math_guy" and legacy["preferredTransport"] == "JSONRPC"
     missing = httpx.get(f"{base}/a2a/nobody/.well-known/agent-card.json", timeout=10)
     assert missing.status_code == 404
+    # deep/math_guy is private (public: false): over A2A it is not there without a key naming it.
+    private = httpx.get(f"{base}/a2a/deep/math_guy/.well-known/agent-card.json", timeout=10)
+    assert private.status_code == 404
 
 
 def test_send_a_message_to_math_guy_and_get_42(server: ServerProcess) -> None:

@@ -8,8 +8,8 @@ import pytest
 from a2a.server.context import ServerCallContext
 from a2a.types import Task
 
-from a2a_frontend.conversations import ConversationStore
-from a2a_frontend.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.a2a.conversations import ConversationStore
+from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.network.a2a_refs import a2a_headers, a2a_url, ref_from_dict
 from neuro_san.runtime.tool_binding import tool_function_name

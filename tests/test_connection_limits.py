@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gateway.connection_guard import ConnectionLimits
+from gateway.host.connection_guard import ConnectionLimits
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from tests.support import load
 from tests.support.servers import start_server

@@ -11,13 +11,13 @@ import yaml
 from google.protobuf import struct_pb2
 from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
 
-from gateway.app import default_services
-from gateway.binder import RequestBinder
-from gateway.errors import GatewayError
-from gateway.marshal import MessageCodec, whole_numbers_to_int
-from gateway.metadata import HeaderMapper, metadata_to_headers, parse_timeout
-from gateway.openapi import build_document
-from gateway.routes import Route, routes_from_services
+from gateway.host.errors import GatewayError
+from gateway.host.metadata import HeaderMapper, metadata_to_headers, parse_timeout
+from gateway.transcoder.binder import RequestBinder
+from gateway.transcoder.frontend import default_services
+from gateway.transcoder.marshal import MessageCodec, whole_numbers_to_int
+from gateway.transcoder.openapi import build_document
+from gateway.transcoder.routes import Route, routes_from_services
 
 SEED = Path(__file__).parent / "fixtures" / "gateway" / "agent-service.openapi.yaml"
 ROUTES = {r.method.name: r for r in routes_from_services(default_services())}

@@ -15,11 +15,10 @@ import aiohttp
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2
 
+from gateway.composition import start_gateway
 from gateway.config import GatewayConfig
-from gateway.forward import json_response
-from gateway.frontends import FrontEndContext, FrontEndRoute
-from gateway.marshal import dumps
-from gateway.server import start_gateway
+from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.responses import dumps, json_response
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.support.servers import BUNDLED_MANIFEST, ROOT
 
@@ -35,7 +34,7 @@ class EchoFrontEnd:
     def routes(self) -> Iterable[FrontEndRoute]:
         return [FrontEndRoute("GET", "/probe/{agent}", "probe", self.probe)]
 
-    async def probe(self, request: web.Request, captures: dict[str, str]) -> web.StreamResponse:
+    async def probe(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         metadata = [*self.context.headers.to_metadata(request.headers), ("agent-name", captures["agent"])]
         reply = await self.function(agent_pb2.FunctionRequest(), metadata=metadata, timeout=5)
         return json_response(200, dumps({"agent": captures["agent"],

@@ -6,10 +6,10 @@ import pytest
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-from gateway.app import default_services
-from gateway.mux import Entry, MethodNotAllowed, NoRoute, Router
-from gateway.pattern import CompiledPattern, InvalidTemplateError, parse_template, split_path
-from gateway.routes import Route, RouteConfigError, check_conflicts, routes_from_services
+from gateway.host.mux import Entry, MethodNotAllowed, NoRoute, Router
+from gateway.host.pattern import CompiledPattern, InvalidTemplateError, parse_template, split_path
+from gateway.transcoder.frontend import default_services
+from gateway.transcoder.routes import Route, RouteConfigError, check_conflicts, routes_from_services
 
 
 def compiled(template: str, greedy: frozenset[str] = frozenset()) -> CompiledPattern:
@@ -203,8 +203,8 @@ def _rich_routes() -> list[Route]:
 
 
 def test_binder_order_body_then_path_then_query() -> None:
-    from gateway.binder import RequestBinder
-    from gateway.errors import GatewayError
+    from gateway.host.errors import GatewayError
+    from gateway.transcoder.binder import RequestBinder
 
     get, inner_body, put_all = (RequestBinder(route) for route in _rich_routes())
     query = [("tags", "a"), ("tags", "b"), ("color", "blue"), ("inner.subField", "7"), ("flag", "true"),

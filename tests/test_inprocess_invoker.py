@@ -18,9 +18,9 @@ import pytest
 from grpc_health.v1 import health, health_pb2
 from neuro_san.api.grpc import agent_pb2
 
-from gateway.app import default_services
-from gateway.inprocess import InProcessInvoker
-from gateway.routes import Route, routes_from_services
+from gateway.invokers.inprocess import InProcessInvoker
+from gateway.transcoder.frontend import default_services
+from gateway.transcoder.routes import Route, routes_from_services
 
 SERVICE = "dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService"
 SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="")

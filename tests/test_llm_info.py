@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.checks import llm_config_problem
-from neuro_san.llm.config import PROVIDERS, resolve_llm_config
+from neuro_san.llm.config import resolve_llm_config
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.llm_info import default_table, load_llm_info
+from neuro_san.llm.providers import provider_names
 from neuro_san.network.loader import NetworkLoadError, load_network
 
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
@@ -31,7 +33,7 @@ def test_every_default_table_name_resolves_to_a_served_provider() -> None:
     assert len(names) > 120
     for name in names:
         resolved = resolve_llm_config({"model_name": name}, KEYS)
-        assert resolved.provider in PROVIDERS, name
+        assert resolved.provider in provider_names(), name
         assert llm_config_problem({"model_name": name}, KEYS) is None, name
 
 
@@ -160,3 +162,17 @@ def test_gemini_takes_neuro_sans_class_defaults_unless_set() -> None:
     default = resolve_llm_config({"model_name": "gemini-2.5-flash"}, keys)
     assert (default.temperature, default.max_attempts) == (0.7, 7)
     assert resolve_llm_config({"model_name": "gemini-3-flash", "temperature": 1.0}, keys).temperature == 1.0
+
+
+def test_without_botocore_bedrock_is_refused_with_this_projects_install_hint() -> None:
+    # A fresh interpreter in which botocore cannot be imported, as on an install without
+    # the bedrock extra.
+    code = (
+        "import sys; sys.modules['botocore'] = None; sys.modules['botocore.auth'] = None\n"
+        "from neuro_san.llm.checks import llm_config_problem\n"
+        "print(llm_config_problem({'model_name': 'bedrock-claude-sonnet'}, env={}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1]
+    )
+    assert "pip install 'neuro-san-grpc[bedrock]'" in result.stdout, result.stdout + result.stderr

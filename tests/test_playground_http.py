@@ -19,11 +19,11 @@ from typing import Any, cast
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.frontends import FrontEndRoute
+from gateway.host.frontends import FrontEndRoute
+from gateway.playground.assets import REQUIRED, AssetTable, load_assets
+from gateway.playground.frontend import PlaygroundFrontEnd
+from gateway.playground.switch import playground_enabled
 from neuro_san.cli.startup_line import urls_line
-from playground.assets import REQUIRED, AssetTable, load_assets
-from playground.frontend import PlaygroundFrontEnd
-from playground.switch import playground_enabled
 from tests.gateway_http_support import call, wait_for
 from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
@@ -146,11 +146,11 @@ def test_missing_assets_are_named(tmp_path: Path) -> None:
 
 def test_a_broken_install_says_what_is_missing(caplog: pytest.LogCaptureFixture) -> None:
     """Assets missing (a wheel built without its package data): logged at start, 503 with the list."""
-    with caplog.at_level(logging.ERROR, logger="playground.frontend"):
+    with caplog.at_level(logging.ERROR, logger="gateway.playground.frontend"):
         frontend = PlaygroundFrontEnd(cast(Any, None), True, AssetTable({}, ("index.html", "js/main.js")))
     assert "playground assets missing" in caplog.text and "js/main.js" in caplog.text
     request = make_mocked_request("GET", "/", headers={"Accept": "text/html"})
-    response = asyncio.run(frontend.root(request, {}))
+    response = asyncio.run(frontend.root(request, {}, b""))
     assert response.status == 503
     assert b"js/main.js" in cast(bytes, cast(Any, response).body)
 
@@ -165,7 +165,7 @@ class _RoutesOf:
 
 def test_the_start_up_line_names_mcp_only_when_it_is_mounted() -> None:
     def handle(*frontends: _RoutesOf) -> Any:
-        return SimpleNamespace(scheme="http", port=8080, gateway=SimpleNamespace(frontends=list(frontends)))
+        return SimpleNamespace(scheme="http", port=8080, host=SimpleNamespace(frontends=list(frontends)))
 
     plain = urls_line("0.0.0.0", 30011, handle(_RoutesOf("/", "/playground/{path=**}")), True)
     assert plain == ("neuro-san: playground http://127.0.0.1:8080/ · REST http://127.0.0.1:8080/api/v1/"

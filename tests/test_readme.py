@@ -180,7 +180,7 @@ def serve_help() -> str:
 @functools.cache
 def server_code() -> str:
     """The server's code (neuro_san/, gateway/ and mcp_frontend/), all in one string."""
-    packages = ("neuro_san", "gateway", "mcp_frontend")
+    packages = ("neuro_san", "gateway", "gateway.mcp")
     paths = [path for package in packages for path in sorted((ROOT / package).rglob("*.py"))]
     return "\n".join(path.read_text(errors="replace") for path in paths)
 

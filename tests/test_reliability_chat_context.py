@@ -21,7 +21,7 @@ import grpc
 import pytest
 
 from neuro_san.runtime.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
-from neuro_san.service.convert import MAX_CONTEXT_ENTRIES
+from neuro_san.wire.convert import MAX_CONTEXT_ENTRIES
 from tests.fakes.fake_llm import FakeLlmServer
 from tests.support import load
 from tests.support.fake_thread import FakeInThread, Rig, fake_backed_server, override_env

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from neuro_san.api.grpc import agent_pb2
 
-from gateway.marshal import MessageCodec
+from gateway.transcoder.marshal import MessageCodec
 from neuro_san.llm.interface import ModelResponse, Usage
 from neuro_san.runtime.arguments import (
     agent_input_text,
@@ -59,7 +59,7 @@ def test_an_external_network_gets_a_json_block_and_a_double_underscore_name() ->
     assert tool_function_name("/parity_echo") == "__parity_echo"
     assert tool_function_name("/deep/x") == "__deep__x"
     assert tool_function_name("http://host:8080/team/x") == "__team__x"
-    assert describe_call("adder", {"a": 1}) == "Invoking: `adder` with:"
+    assert describe_call("adder") == "Invoking: `adder` with:"
 
 
 def test_a_coded_tool_result_always_says_whether_it_failed() -> None:

@@ -68,7 +68,7 @@ def add_command(commands: Any) -> None:
 
 
 def _add_playground_argument(parser: argparse.ArgumentParser) -> None:
-    from playground.switch import add_argument
+    from gateway.playground.switch import add_argument
 
     add_argument(parser)
 
@@ -150,7 +150,6 @@ async def _serve(args: argparse.Namespace) -> int:
         log.error("not starting: %s", bad)
         return 2
     from neuro_san.cli import workers
-    from neuro_san.core.errors import ConfigurationError
     from neuro_san.service.server import AgentServer
 
     config.reuse_port = workers.is_worker()
@@ -179,14 +178,13 @@ async def _serve(args: argparse.Namespace) -> int:
     local = None
     playground = False
     if not args.no_http:
-        from a2a_frontend import a2a_frontends
-        from gateway import GatewayConfig, start_gateway
-        from gateway.inprocess import InProcessInvoker
-        from mcp_frontend import mcp_frontends
+        from gateway import GatewayConfig
+        from gateway.composition import protocol_frontends, start_gateway
+        from gateway.invokers.inprocess import InProcessInvoker
+        from gateway.playground import playground_enabled
 
         if in_process:  # the gateway calls the service layer directly, no gRPC hop
             local = InProcessInvoker(server.handlers.generic, server.health, config.max_message_bytes)
-        from playground import make_frontend, playground_enabled
 
         try:
             playground = playground_enabled(args.no_playground)
@@ -214,7 +212,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
-                frontends=[*mcp_frontends(), *a2a_frontends(), make_frontend(playground)],
+                frontends=protocol_frontends(playground=playground),
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

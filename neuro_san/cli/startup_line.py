@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gateway.server import GatewayHandle
+    from gateway.host.server import GatewayHandle
 
 
 def _url_host(host: str) -> str:
@@ -20,7 +20,7 @@ def _url_host(host: str) -> str:
 
 def mounted_paths(gateway: GatewayHandle) -> set[str]:
     """Templates of every front-end route the gateway serves (e.g. ``/``, ``/mcp``)."""
-    return {route.template for frontend in gateway.gateway.frontends for route in frontend.routes()}
+    return {route.template for frontend in gateway.host.frontends for route in frontend.routes()}
 
 
 def urls_line(host: str, grpc_port: int, gateway: GatewayHandle | None, playground: bool) -> str:

@@ -170,6 +170,8 @@ def _await_ready(worker: _Worker, read_end: int) -> None:
 
 
 def _ports(args: argparse.Namespace) -> tuple[str, int, int]:
+    # A circle with serve.py (which imports this module): it goes when config_from_args
+    # moves out of serve.py (tests/test_import_graph.py KNOWN_CIRCLES).
     from neuro_san.cli.serve import config_from_args
 
     config = config_from_args(args)
@@ -183,7 +185,8 @@ def _check_settings(args: argparse.Namespace) -> None:
     """Settings every worker would refuse, refused once here before any is started: the
     server's own (``_ports`` reads them) and the HTTP gateway's connection limits."""
     if not args.no_http:
-        from gateway.connection_guard import ConnectionLimits
+        # Lazy: the HTTP side only when HTTP is served.
+        from gateway.host.connection_guard import ConnectionLimits
 
         ConnectionLimits.from_env(os.environ)
 

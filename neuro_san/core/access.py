@@ -120,6 +120,29 @@ class AccessPolicy:
         raise PermissionDenied(f"this API key ({principal.name}) may not call agent {agent!r}")
 
 
+#: Request metadata with which a front-end (MCP, A2A) asks for the rule of protocol
+#: front-ends: a private network is not there unless the caller's key names it.
+PRIVATE_NAMED_ONLY_METADATA_KEY = "neuro-san-private-named-only"
+
+
+def private_named_only(metadata: Iterable[tuple[str, Any]]) -> bool:
+    return any(key == PRIVATE_NAMED_ONLY_METADATA_KEY and value == "true" for key, value in metadata)
+
+
+def exposed(principal: Principal, agent: str, public: bool, *, named_only: bool) -> bool:
+    """Whether ``agent`` exists for ``principal`` at all.
+
+    The one rule for private networks (``public: false``). Over REST and gRPC, as in
+    neuro-san, a private network is unlisted but callable by name (``named_only`` false).
+    On the protocol front-ends that publish networks to other agents (MCP, A2A:
+    ``named_only``), it is not exposed unless the caller's API key names it: with keys
+    off, or a key whose patterns reach only public networks, it does not exist there.
+    """
+    if public or not named_only:
+        return True
+    return principal is not ANYONE and principal.may_call(agent, public)
+
+
 def credentials_from_metadata(metadata: Iterable[tuple[str, Any]]) -> list[str]:
     """API keys offered in request metadata / headers (lower-case keys)."""
     found = []

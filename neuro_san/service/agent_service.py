@@ -23,18 +23,25 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from neuro_san.api.grpc import agent_pb2
-from neuro_san.core.access import AccessPolicy, Principal, credentials_from_metadata
-from neuro_san.core.errors import InvalidRequest, NeuroSanError
+from neuro_san.core.access import (
+    ANYONE,
+    AccessPolicy,
+    Principal,
+    credentials_from_metadata,
+    exposed,
+    private_named_only,
+)
+from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
 from neuro_san.core.token_budgets import TokenLedger
-from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.caller_limits import caller_of
 from neuro_san.service.errors import abort_with
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.logs import CALL, request_id_from
+from neuro_san.wire import convert
 
 log = logging.getLogger(__name__)
 
@@ -170,11 +177,15 @@ class AgentRouter(grpc.GenericRpcHandler):
     def _agent_name(self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None) -> str:
         """The agent the call names, once the caller is allowed to call it."""
         name = fixed if fixed is not None else self._named_in_metadata(context)
+        metadata = context.invocation_metadata() or ()
+        principal = ANYONE
         if self._access.enabled:
-            principal = self._access.authenticate(credentials_from_metadata(context.invocation_metadata() or ()))
+            principal = self._access.authenticate(credentials_from_metadata(metadata))
             self._access.check(principal, name, self._host.is_public(name))
             if call is not None:
                 call.principal = principal
+        if not exposed(principal, name, self._host.is_public(name), named_only=private_named_only(metadata)):
+            raise AgentNotFound(name)
         return name
 
     def _named_in_metadata(self, context: grpc.aio.ServicerContext) -> str:

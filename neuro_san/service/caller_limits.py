@@ -17,7 +17,7 @@ from neuro_san.core.access import ANYONE, Principal
 from neuro_san.core.rate_limits import CallerLimits
 
 #: Metadata the in-process gateway sets to the HTTP client's address.
-CLIENT_ADDRESS_KEY = "x-neuro-san-client"  # gateway.frontends.CLIENT_ADDRESS_METADATA
+CLIENT_ADDRESS_KEY = "x-neuro-san-client"  # gateway.host.frontends.CLIENT_ADDRESS_METADATA
 IN_PROCESS_PEER = "local:in-process"
 
 DECISIONS = Counter(

@@ -1,0 +1,116 @@
+"""Run an ASGI application (the a2a-sdk's Starlette pieces) for one aiohttp request.
+
+The a2a-sdk's JSON-RPC dispatcher and its SSE responses are Starlette/ASGI objects; our
+HTTP port is aiohttp. Rather than re-write the protocol handling, each request is handed
+to the SDK as an ASGI call: the scope is built from the aiohttp request, ``receive``
+yields the already-read body and then waits for the client to go away, and ``send``
+writes straight into an aiohttp :class:`~aiohttp.web.StreamResponse` (so SSE frames go
+out as the SDK produces them, not buffered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from aiohttp import web
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: How often ``receive`` looks whether the client went away (aiohttp does not say).
+_DISCONNECT_POLL_SECONDS = 0.2
+
+
+def build_scope(request: web.Request, extra: dict[str, Any]) -> Scope:
+    """The ASGI ``http`` scope of an aiohttp request; ``extra`` keys ride along in it."""
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    client = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) and len(peer) >= 2 else None
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1", "replace"),
+        "query_string": request.query_string.encode("latin-1", "replace"),
+        "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": client,
+        "server": None,
+        "state": {},
+        **extra,
+    }
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+class _Responder:
+    """The ``send`` side: ASGI response messages → one aiohttp StreamResponse."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+        self.finished = False
+
+    async def send(self, message: Message) -> None:
+        kind = message.get("type")
+        if kind == "http.response.start":
+            response = web.StreamResponse(status=int(message["status"]))
+            for raw_name, raw_value in message.get("headers", []):
+                name = raw_name.decode("latin-1")
+                if name.lower() in ("content-length", "transfer-encoding", "connection"):
+                    continue  # aiohttp frames the body itself
+                response.headers.add(name, raw_value.decode("latin-1"))
+            self.response = response
+        elif kind == "http.response.body":
+            if self.response is None:
+                raise RuntimeError("ASGI body before response start")
+            if _client_gone(self.request):
+                raise ConnectionResetError("client went away")
+            if not self.response.prepared:
+                await self.response.prepare(self.request)
+            body = message.get("body", b"")
+            if body:
+                await self.response.write(body)
+            if not message.get("more_body", False) and not self.finished:
+                self.finished = True
+                await self.response.write_eof()
+
+
+async def call_asgi(app: AsgiApp, request: web.Request, body: bytes, extra: dict[str, Any]) -> web.StreamResponse:
+    """Serve ``request`` with ``app``; ``body`` is what the host's guarded reader read."""
+    delivered = False
+
+    async def receive() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        while not _client_gone(request):  # noqa: ASYNC110 - aiohttp has no disconnect event to await
+            await asyncio.sleep(_DISCONNECT_POLL_SECONDS)
+        return {"type": "http.disconnect"}
+
+    responder = _Responder(request)
+    try:
+        await app(build_scope(request, extra), receive, responder.send)
+    except ConnectionResetError:
+        if responder.response is None or not responder.response.prepared:
+            raise
+        return responder.response  # the client left mid-stream: nothing more to write
+    if responder.response is None:
+        raise web.HTTPInternalServerError(text="the A2A handler sent no response")
+    if not responder.response.prepared:
+        await responder.response.prepare(request)
+    if not responder.finished:
+        responder.finished = True
+        await responder.response.write_eof()
+    return responder.response

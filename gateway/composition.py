@@ -1,0 +1,51 @@
+"""The composition root of the HTTP port: the one list of front-ends the host serves.
+
+The host (:mod:`gateway.host`) imports no front-end; the front-ends import only the
+host's seam and the invoker interface. This module, and only it, knows every room: the
+REST transcoder (always), MCP (unless ``AGENT_MCP_ENABLE=false``), A2A, and the
+playground (or, with it off, neuro-san's health answer at ``/``). ``neuro-san serve``
+and the standalone ``neuro-san gateway`` both start the HTTP port through
+:func:`start_gateway`, so they serve the same house.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import grpc
+
+from gateway.a2a import a2a_frontends
+from gateway.config import GatewayConfig
+from gateway.host.frontends import FrontEndFactory
+from gateway.host.server import GatewayHandle, start_host
+from gateway.invokers.interface import Invoker, methods_of
+from gateway.mcp import mcp_frontends
+from gateway.playground import make_frontend
+from gateway.transcoder.frontend import default_services, rest_frontend
+
+
+def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None) -> list[FrontEndFactory]:
+    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the playground."""
+    return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), make_frontend(playground)]
+
+
+async def start_gateway(
+    target: str | grpc.aio.Channel | Invoker,
+    host: str,
+    port: int,
+    config: GatewayConfig | None = None,
+    frontends: Sequence[FrontEndFactory] = (),
+    reuse_port: bool = False,
+) -> GatewayHandle:
+    """Serve the REST API and ``frontends`` on ``host:port`` in front of the gRPC ``target``.
+
+    ``target`` is ``"host:port"``, several comma-separated ``host:port`` replicas
+    (round-robin), any gRPC target string, an existing ``grpc.aio.Channel`` (which stays
+    the caller's to close), or an :class:`Invoker` (the in-process one inside
+    ``neuro-san serve``). ``frontends``: usually :func:`protocol_frontends`.
+    """
+    services = default_services()
+    return await start_host(
+        target, host, port, config or GatewayConfig(), methods_of(services),
+        [rest_frontend(services), *frontends], reuse_port=reuse_port,
+    )

@@ -1,0 +1,53 @@
+"""The one guarded way a request body is read on the HTTP port.
+
+The host calls :func:`read_guarded_body` for every route that takes a body, before the
+front-end's handler runs; no front-end reads a request by itself. So every route of
+every front-end, including one added later, gets the same guards: a declared length over
+the limit is 413 before a byte is read, a body that grows past it is 413, and a client
+that stalls mid-body (slowloris) is 408 after ``per_read_seconds`` and its connection is
+closed. Refusals are :class:`~gateway.host.errors.GatewayError`\\ s, which the route's
+renderer phrases for its protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from gateway.host.errors import GatewayError
+from neuro_san.core.errors import Code
+
+
+async def read_guarded_body(request: web.BaseRequest, per_read_seconds: float, limit: int) -> bytes:
+    """The request body, each read bounded by ``per_read_seconds``, at most ``limit`` bytes."""
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            async with asyncio.timeout(per_read_seconds):
+                chunk = await request.content.readany()
+        except TimeoutError:
+            # The rest of the body may still come: the connection cannot carry another
+            # request, so it closes once the answer is written.
+            request.protocol.close()
+            raise GatewayError(
+                Code.DEADLINE_EXCEEDED,
+                f"the request body stalled for {per_read_seconds:g} s; send it without pauses",
+                status=408,
+                headers={"Connection": "close"},
+            ) from None
+        except web.HTTPRequestEntityTooLarge:  # aiohttp's own cap (client_max_size)
+            raise too_large(limit) from None
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+
+
+def too_large(limit: int) -> GatewayError:
+    return GatewayError(Code.INVALID_ARGUMENT, f"request body is larger than {limit} bytes", status=413)

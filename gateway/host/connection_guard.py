@@ -1,0 +1,197 @@
+"""Slow and flooding HTTP clients: deadlines and caps on the gateway's connections.
+
+aiohttp on its own keeps a connection that sent half a request line open for its
+keep-alive timeout (an hour by default), and accepts connections until the process runs
+out of file descriptors. Here, per connection:
+
+- ``header_seconds``: once the first byte of a request arrives, its request line and
+  headers must be complete within this time, or the connection is closed (slowloris).
+- ``idle_seconds``: a connection with no request in progress and no bytes pending is
+  closed after this long (aiohttp's keep-alive timeout, also applied to a connection that
+  never sends anything).
+- ``max_connections`` / ``max_connections_per_address``: past either cap a new connection
+  gets an immediate ``503`` with ``Retry-After`` and ``Connection: close`` (a clean
+  refusal a client can act on, never a hang); 0 turns a cap off.
+
+Each body read has its own deadline, enforced by the host's one body reader
+(:mod:`gateway.host.body`), which every route's body goes through. The caps count
+connections per process (each ``--workers`` process has its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_server import Server
+
+from neuro_san.core.env_settings import env_numbers
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_seconds: float = 10.0
+    body_read_seconds: float = 30.0
+    idle_seconds: float = 75.0
+    max_connections: int = 10_000
+    max_connections_per_address: int = 1_000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ConnectionLimits:
+        """``AGENT_HTTP_*`` settings; a value that is not a number (or is negative) is
+        refused here, at start-up, rather than ignored."""
+        defaults = cls()
+        values = env_numbers(env, _ENV_SETTINGS)
+        return cls(**{**defaults.__dict__, **values})
+
+
+_ENV_SETTINGS: tuple[tuple[str, str, type], ...] = (
+    ("AGENT_HTTP_HEADER_TIMEOUT_SECONDS", "header_seconds", float),
+    ("AGENT_HTTP_BODY_READ_TIMEOUT_SECONDS", "body_read_seconds", float),
+    ("AGENT_HTTP_IDLE_TIMEOUT_SECONDS", "idle_seconds", float),
+    ("AGENT_HTTP_MAX_CONNECTIONS", "max_connections", int),
+    ("AGENT_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "max_connections_per_address", int),
+)
+
+
+class ConnectionCounter:
+    """Open connections, overall and per client address."""
+
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limits = limits
+        self.total = 0
+        self.by_address: Counter[str] = Counter()
+        self.refused = 0
+
+    def admit(self, address: str) -> str | None:
+        """Count a new connection, or return why it is refused."""
+        limits = self.limits
+        if limits.max_connections and self.total >= limits.max_connections:
+            self.refused += 1
+            return f"the server has its maximum of {limits.max_connections} open connections"
+        if limits.max_connections_per_address and self.by_address[address] >= limits.max_connections_per_address:
+            self.refused += 1
+            return f"this address has its maximum of {limits.max_connections_per_address} open connections"
+        self.total += 1
+        self.by_address[address] += 1
+        return None
+
+    def release(self, address: str) -> None:
+        self.total -= 1
+        self.by_address[address] -= 1
+        if self.by_address[address] <= 0:
+            del self.by_address[address]
+
+
+def _refusal(reason: str) -> bytes:
+    body = json.dumps({"code": 8, "message": f"{reason}; retry later", "details": []}).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "Content-Type: application/json\r\n"
+        "Retry-After: 1\r\n"
+        "Connection: close\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class _GuardedRequestHandler(RequestHandler):
+    """aiohttp's connection protocol with a request-header deadline and connection caps."""
+
+    def __init__(self, manager: Server, counter: ConnectionCounter, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._counter = counter
+        self._address: str | None = None
+        self._refused = False
+        self._header_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        reason = self._counter.admit(address)
+        if reason is not None:
+            self._refused = True
+            log.warning("refused a connection from %s: %s", address, reason)
+            # A cast, not an isinstance check: uvloop's TCP transport writes but is no
+            # subclass of asyncio.WriteTransport (the check refused nothing under uvloop).
+            writer = cast(asyncio.WriteTransport, transport)
+            writer.write(_refusal(reason))
+            writer.close()
+            return
+        self._address = address
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._refused:
+            return
+        self._cancel_header_deadline()
+        if self._address is not None:
+            self._counter.release(self._address)
+            self._address = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        waiting_for_headers = not self._request_in_progress and not self._messages
+        if data and waiting_for_headers and self._header_deadline is None:
+            self._header_deadline = self._loop.call_later(
+                self._counter.limits.header_seconds, self._headers_too_slow
+            )
+        super().data_received(data)
+        if self._messages:  # a request's headers are complete
+            self._cancel_header_deadline()
+
+    def _cancel_header_deadline(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_deadline = None
+        if not self._request_in_progress and not self._messages:
+            log.info("closed a connection from %s: request headers not complete in time", self._address)
+            self.force_close()
+
+
+class _GuardedServer(Server):
+    def __init__(self, counter: ConnectionCounter, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.counter = counter
+
+    def __call__(self) -> RequestHandler:
+        return _GuardedRequestHandler(self, self.counter, loop=self._loop, **self._kwargs)
+
+
+LINGER_SECONDS = 2.0
+
+
+class GuardedAppRunner(web.AppRunner):
+    """``web.AppRunner`` whose connections are guarded by :class:`ConnectionLimits`."""
+
+    def __init__(self, app: web.Application, limits: ConnectionLimits, **kwargs: Any) -> None:
+        # After an answer sent before its request body was read, aiohttp keeps reading
+        # (and discarding) the body for ``lingering_time`` so the client sees the answer;
+        # its 10 s default would let a stalled client keep the connection that long.
+        super().__init__(app, keepalive_timeout=limits.idle_seconds, lingering_time=LINGER_SECONDS, **kwargs)
+        self.counter = ConnectionCounter(limits)
+
+    async def _make_server(self) -> Server:
+        plain = await super()._make_server()
+        return _GuardedServer(
+            self.counter,
+            plain.request_handler,
+            request_factory=plain.request_factory,
+            handler_cancellation=plain.handler_cancellation,
+            loop=plain._loop,
+            **plain._kwargs,
+        )

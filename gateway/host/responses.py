@@ -1,0 +1,24 @@
+"""JSON bodies, as every room of the HTTP port writes them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+JSON_TYPE = "application/json"
+
+
+def dumps(data: Any) -> bytes:
+    """Compact JSON, UTF-8 kept as is."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def json_response(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> web.Response:
+    """A JSON response of an already-encoded ``body``; ``headers`` may repeat a name."""
+    response = web.Response(status=status, body=body, headers={"Content-Type": JSON_TYPE})
+    if headers:
+        for name, value in headers:
+            response.headers.add(name, value)
+    return response

@@ -1,0 +1,140 @@
+"""The standalone gateway's invoker: one gRPC channel and the callables built on it.
+
+``target`` is a gRPC target (``host:port``, ``dns:///host:port``, ``unix:...``) or a
+comma-separated list of ``host:port`` replicas. A list becomes one channel with the
+``round_robin`` load-balancing policy over ``ipv4:``/``ipv6:`` addresses (host names are
+resolved once, at start-up), so every call picks the next replica; nothing home-made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2
+
+from gateway.invokers.interface import Invoker, RpcMethod
+
+_ROUND_ROBIN_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
+HEALTH_CHECK_PATH = "/grpc.health.v1.Health/Check"
+
+
+def channel_options(
+    max_message_bytes: int,
+    *,
+    round_robin: bool,
+    keepalive_seconds: float = 0,
+    server_name: str | None = None,
+) -> list[tuple[str, Any]]:
+    options: list[tuple[str, Any]] = [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+    if server_name:  # the name checked against the server's certificate
+        options.append(("grpc.ssl_target_name_override", server_name))
+    if round_robin:
+        options += [
+            ("grpc.lb_policy_name", "round_robin"),
+            ("grpc.service_config", _ROUND_ROBIN_CONFIG),
+        ]
+    if keepalive_seconds > 0:
+        options += [
+            ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
+            ("grpc.keepalive_permit_without_calls", 0),
+        ]
+    return options
+
+
+async def resolve_target(target: str) -> tuple[str, bool]:
+    """(channel target, use round-robin) for one target or a comma-separated list."""
+    target = target.strip()
+    if target.startswith(("ipv4:", "ipv6:")):
+        return target, "," in target  # already an address list: pass it through
+    parts = [part.strip() for part in target.split(",") if part.strip()]
+    if not parts:
+        raise ValueError("no gRPC target given")
+    if len(parts) == 1:
+        return parts[0], False
+    addresses = [await _resolve(part) for part in parts]
+    if all(":" not in host for host, _ in addresses):
+        return "ipv4:" + ",".join(f"{host}:{port}" for host, port in addresses), True
+    if all(":" in host for host, _ in addresses):
+        return "ipv6:" + ",".join(f"[{host}]:{port}" for host, port in addresses), True
+    raise ValueError(f"cannot mix IPv4 and IPv6 replicas in one target: {target!r}")
+
+
+async def _resolve(host_port: str) -> tuple[str, int]:
+    host, sep, port_text = host_port.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"replica {host_port!r} is not host:port")
+    host = host.strip("[]")
+    try:
+        ipaddress.ip_address(host)
+        return host, int(port_text)
+    except ValueError:
+        pass
+    infos = await asyncio.get_running_loop().getaddrinfo(
+        host, int(port_text), type=socket.SOCK_STREAM
+    )
+    infos.sort(key=lambda info: 0 if info[0] == socket.AF_INET else 1)
+    return str(infos[0][4][0]), int(port_text)
+
+
+class GrpcInvoker(Invoker):
+    """Holds the channel and one multicallable per route."""
+
+    def __init__(self, channel: grpc.aio.Channel, owns_channel: bool) -> None:
+        self.channel = channel
+        self._owns_channel = owns_channel
+        self._health = channel.unary_unary(
+            HEALTH_CHECK_PATH,
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str | grpc.aio.Channel,
+        max_message_bytes: int,
+        keepalive_seconds: float = 0,
+        credentials: grpc.ChannelCredentials | None = None,
+        server_name: str | None = None,
+    ) -> GrpcInvoker:
+        """A channel to ``target``: TLS with ``credentials``, else plaintext."""
+        if not isinstance(target, str):
+            return cls(target, owns_channel=False)
+        resolved, round_robin = await resolve_target(target)
+        options = channel_options(
+            max_message_bytes,
+            round_robin=round_robin,
+            keepalive_seconds=keepalive_seconds,
+            server_name=server_name,
+        )
+        if credentials is not None:
+            return cls(grpc.aio.secure_channel(resolved, credentials, options=options), owns_channel=True)
+        return cls(grpc.aio.insecure_channel(resolved, options=options), owns_channel=True)
+
+    def callable_for(self, method: RpcMethod) -> Callable[..., Any]:
+        """The multicallable of ``method``."""
+        factory = self.channel.unary_stream if method.server_streaming else self.channel.unary_unary
+        return factory(
+            method.grpc_path,
+            request_serializer=method.request_class.SerializeToString,
+            response_deserializer=method.response_class.FromString,
+        )
+
+    async def health(self, service: str, deadline: float) -> int:
+        """The serving status of ``service`` (``""``: the whole server)."""
+        request = health_pb2.HealthCheckRequest(service=service)
+        response = await self._health(request, timeout=deadline)
+        return int(response.status)
+
+    async def close(self) -> None:
+        if self._owns_channel:
+            await self.channel.close()

@@ -1,0 +1,140 @@
+"""One JSON-RPC request or notification → its MCP answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import mcp_types
+from pydantic import ValidationError
+
+from gateway.host.errors import rpc_failure
+from gateway.mcp.calls import ProgressSink, ToolCaller, refusal
+from gateway.mcp.protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    SERVER_BUSY,
+    UNAUTHENTICATED,
+    JsonRpcError,
+    negotiate,
+    wire,
+)
+from gateway.mcp.tools import ToolCatalog
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "Neuro-san-MCPServer"  # as neuro-san names its server
+SERVER_TITLE = "Neuro-san MCP Server"
+INSTRUCTIONS = (
+    "Each tool is an agent network. Call it with {\"user_message\": {\"text\": ...}}; to continue a "
+    "conversation, pass back structuredContent.chat_context as arguments.chat_context."
+)
+
+#: Methods answered with an empty list, as neuro-san answers them.
+_EMPTY_LISTS = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+
+
+@dataclass(slots=True)
+class Call:
+    """One request as the dispatcher sees it."""
+
+    method: str
+    params: dict[str, Any]
+    metadata: Sequence[tuple[str, Any]]
+    #: Set when the client asked for progress and the response can carry notifications.
+    progress: ProgressSink | None = None
+
+
+class Dispatcher:
+    def __init__(self, catalog: ToolCatalog, caller: ToolCaller, version: str) -> None:
+        self._catalog = catalog
+        self._caller = caller
+        self._version = version
+        self._methods: dict[str, Callable[[Call], Awaitable[dict[str, Any]]]] = {
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+        }
+
+    def knows(self, method: str) -> bool:
+        return method in self._methods or method in _EMPTY_LISTS
+
+    async def answer(self, call: Call) -> dict[str, Any]:
+        """The result object; raises JsonRpcError for JSON-RPC errors."""
+        if call.method in _EMPTY_LISTS:
+            return {_EMPTY_LISTS[call.method]: []}
+        handler = self._methods.get(call.method)
+        if handler is None:
+            raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
+        try:
+            return await handler(call)
+        except (JsonRpcError, asyncio.CancelledError, ConnectionError):
+            raise  # ConnectionError: the client went away while progress was being written
+        except grpc.aio.AioRpcError as error:
+            raise _protocol_error(error) from None
+        except Exception:
+            log.exception("MCP %s failed", call.method)
+            raise JsonRpcError(INTERNAL_ERROR, f"Internal error while handling {call.method}") from None
+
+    async def _initialize(self, call: Call) -> dict[str, Any]:
+        try:
+            params = mcp_types.InitializeRequestParams.model_validate(call.params)
+        except ValidationError as error:
+            raise JsonRpcError(INVALID_PARAMS, f"Invalid params for initialize: {_first_problem(error)}") from None
+        # Ask the service once, so that a caller without valid credentials learns it now (401).
+        await self._catalog.tools(call.metadata)
+        result = mcp_types.InitializeResult(
+            protocol_version=negotiate(params.protocol_version),
+            capabilities=mcp_types.ServerCapabilities(
+                tools=mcp_types.ToolsCapability(list_changed=False),
+                prompts=mcp_types.PromptsCapability(list_changed=False),
+                resources=mcp_types.ResourcesCapability(subscribe=False, list_changed=False),
+            ),
+            server_info=mcp_types.Implementation(name=SERVER_NAME, title=SERVER_TITLE, version=self._version),
+            instructions=INSTRUCTIONS,
+        )
+        return wire(result)
+
+    async def _ping(self, call: Call) -> dict[str, Any]:
+        return {}
+
+    async def _tools_list(self, call: Call) -> dict[str, Any]:
+        return {"tools": await self._catalog.describe(call.metadata)}
+
+    async def _tools_call(self, call: Call) -> dict[str, Any]:
+        name = call.params.get("name")
+        if not isinstance(name, str) or not name:
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params for tools/call: name must be a non-empty string")
+        arguments = call.params.get("arguments")
+        tool = await self._catalog.resolve(name, call.metadata)
+        if tool is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+        return await self._caller.call(tool, {} if arguments is None else arguments, call.metadata, call.progress)
+
+
+def _protocol_error(error: grpc.aio.AioRpcError) -> JsonRpcError:
+    code, details = error.code(), error.details() or ""
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return JsonRpcError(UNAUTHENTICATED, f"Unauthenticated: {details}", http_status=401)
+    failure = rpc_failure(error)
+    if failure.is_refusal:  # caller limits (429) or a busy / draining server (503), as REST says
+        return refusal(failure)
+    if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
+        return JsonRpcError(SERVER_BUSY, f"Server unavailable, try again later: {details}", http_status=503)
+    return JsonRpcError(INTERNAL_ERROR, f"The agent service failed: {code.name}: {details}")
+
+
+def _first_problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    return f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg", "invalid"))

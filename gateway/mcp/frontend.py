@@ -1,0 +1,278 @@
+"""The MCP front-end: ``/mcp`` on the HTTP port, Streamable HTTP transport.
+
+It keeps no session state, so any replica serves any request: ``initialize`` hands out
+an ``Mcp-Session-Id`` (random, not a secret: calls are authenticated by their own
+``Authorization``), and every later request is served whatever session id it carries.
+The only thing held per process is the set of calls in flight, so that a
+``notifications/cancelled`` reaching the same process stops its call (one reaching
+another replica is answered 202 and does nothing, as the spec allows; a client that
+closes its connection always stops its call).
+
+Requests reach agents only through the invoker (``context.method(...)``) with the
+caller's headers as metadata, so API keys, access rules, admission limits and request
+ids are those of every REST call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+from aiohttp import web
+
+import neuro_san
+from gateway.host.errors import jsonrpc_refusal
+from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.responses import dumps
+from gateway.mcp.calls import ToolCaller
+from gateway.mcp.dispatch import Call, Dispatcher
+from gateway.mcp.origin import origin_allowed
+from gateway.mcp.protocol import (
+    BATCHING_VERSIONS,
+    DEFAULT_VERSION,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    SUPPORTED_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JsonRpcError,
+    classify,
+    notification,
+    result_envelope,
+)
+from gateway.mcp.switch import MCP_PATH
+from gateway.mcp.tools import ToolCatalog
+from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+JSON_TYPE = "application/json"
+SSE_TYPE = "text/event-stream"
+#: Unary calls (listing, descriptions) wait at most this long.
+LISTING_TIMEOUT_SECONDS = 30.0
+#: Messages in one batch (2025-03-26): a bigger one is refused, not worked through.
+MAX_BATCH = 64
+_SSE_HEARTBEAT = b": keep-alive\n\n"
+#: Metadata only the front-end sets: a caller's ``Grpc-Metadata-agent-name`` is dropped.
+_OURS = frozenset({"agent-name", MCP_LISTING_METADATA_KEY})
+
+
+class McpFrontEnd:
+    """Serves ``POST``/``GET``/``DELETE /mcp``."""
+
+    def __init__(self, context: FrontEndContext) -> None:
+        self._context = context
+        timeout = LISTING_TIMEOUT_SECONDS
+        catalog = ToolCatalog(
+            context.method("ConciergeService", "List"), context.method("AgentService", "Function"), timeout
+        )
+        caller = ToolCaller(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds)
+        self._dispatcher = Dispatcher(catalog, caller, neuro_san.__version__)
+        #: (session id, request id) → the task running that request, for notifications/cancelled.
+        self._in_flight: dict[tuple[str, Any], asyncio.Task[Any]] = {}
+
+    def routes(self) -> Iterable[FrontEndRoute]:
+        return [FrontEndRoute(method, MCP_PATH, "mcp", handler, refusal=jsonrpc_refusal)
+                for method, handler in (("POST", self.post), ("GET", self.get), ("DELETE", self.delete))]
+
+    async def close(self) -> None:
+        for task in list(self._in_flight.values()):
+            task.cancel()
+        self._in_flight.clear()
+
+    # ---- transport -------------------------------------------------------------------
+
+    async def get(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        # No server-initiated messages to stream: the spec's answer is 405.
+        return _json(405, _error(None, INVALID_REQUEST, "GET opens no stream here: POST requests to /mcp"),
+                     {"Allow": "POST, DELETE"})
+
+    async def delete(self, request: web.Request, _: dict[str, str], _body: bytes) -> web.StreamResponse:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        if not request.headers.get(SESSION_HEADER):
+            return _json(400, _error(None, INVALID_REQUEST, f"DELETE needs the {SESSION_HEADER} header"))
+        return web.Response(status=204)  # nothing is kept per session: ending one is always done
+
+    async def post(self, request: web.Request, _: dict[str, str], raw: bytes) -> web.StreamResponse:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        version = request.headers.get(VERSION_HEADER, DEFAULT_VERSION).strip()
+        if version not in SUPPORTED_VERSIONS:
+            data = {"supported": list(SUPPORTED_VERSIONS), "requested": version[:100]}
+            return _json(400, _error(None, UNSUPPORTED_PROTOCOL_VERSION,
+                                     f"Unsupported protocol version: {version[:100]}", data))
+        accept = request.headers.get("Accept", "")
+        if accept and not any(kind in accept for kind in (JSON_TYPE, SSE_TYPE, "*/*", "application/*")):
+            return _json(406, _error(None, INVALID_REQUEST, f"Accept must allow {JSON_TYPE} or {SSE_TYPE}"))
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            return _json(400, _error(None, PARSE_ERROR, "Parse error: the body is not valid JSON"))
+        # Cancellations are matched within one session and one caller.
+        session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
+        # The front-end names the network itself (as the REST routes' own variables win).
+        metadata = [item for item in self._context.metadata(request, private_named_only=True) if item[0] not in _OURS]
+        if isinstance(body, list):
+            return await self._batch(body, version, session, metadata)
+        try:
+            kind, request_id = classify(body)
+        except JsonRpcError as error:
+            return _json(400, error.envelope())
+        if kind != "request":
+            self._notified(body, kind, session)
+            return web.Response(status=202)
+        method, params = body["method"], body.get("params") or {}
+        progress_token = _progress_token(params)
+        if method == "tools/call" and progress_token is not None and (not accept or SSE_TYPE in accept):
+            return await self._streamed(request, Call(method, params, metadata), request_id, progress_token, session)
+        try:
+            result = await self._run(Call(method, params, metadata), request_id, session)
+        except JsonRpcError as error:
+            return _json(error.http_status, error.envelope(request_id), dict(error.headers))
+        headers = {SESSION_HEADER: secrets.token_hex(16)} if method == "initialize" else None
+        return _json(200, result_envelope(request_id, result), headers)
+
+    # ---- pieces ----------------------------------------------------------------------
+
+    def _refused(self, request: web.Request) -> web.Response | None:
+        origin = request.headers.get("Origin")
+        if origin is not None and not origin_allowed(origin, request.host, self._context.config.cors_origins):
+            return _json(403, _error(None, INVALID_REQUEST, "Origin not allowed"))
+        return None
+
+    async def _run(self, call: Call, request_id: Any, session: str) -> dict[str, Any]:
+        """Answer one request in a task of its own, so that notifications/cancelled can stop
+        it; the HTTP handler being cancelled (client gone) cancels it too."""
+        work = asyncio.ensure_future(self._dispatcher.answer(call))
+        key = (session, request_id)
+        self._in_flight[key] = work
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            if work.cancelled() and not _being_cancelled():
+                raise JsonRpcError(REQUEST_CANCELLED, "Request cancelled") from None
+            raise
+        finally:
+            if not work.done():
+                work.cancel()
+            if self._in_flight.get(key) is work:
+                del self._in_flight[key]
+
+    def _notified(self, body: dict[str, Any], kind: str, session: str) -> None:
+        if kind == "notification" and body.get("method") == "notifications/cancelled":
+            params = body.get("params") or {}
+            task = self._in_flight.get((session, params.get("requestId")))
+            if task is not None:
+                task.cancel()
+
+    async def _streamed(
+        self, request: web.Request, call: Call, request_id: Any, token: Any, session: str
+    ) -> web.StreamResponse:
+        """tools/call with a progress token: an SSE stream of progress notifications, then
+        the result. The stream starts with its first event (or heartbeat), so a request
+        refused before any (rate limit, token budget, busy server) still gets its HTTP
+        status and ``Retry-After``; a refusal after that is a JSON-RPC error event."""
+        stream = web.StreamResponse(status=200, headers={
+            "Content-Type": SSE_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+        })
+        writing = asyncio.Lock()  # progress events and heartbeats must not interleave
+
+        async def write(chunk: bytes) -> None:
+            async with writing:
+                if not stream.prepared:
+                    await stream.prepare(request)
+                await stream.write(chunk)
+
+        async def progress(steps: int, message: str) -> None:
+            params = {"progressToken": token, "progress": steps, "message": message}
+            await write(_event(notification("notifications/progress", params)))
+
+        async def heartbeat(every: float) -> None:
+            # A comment line, ignored by SSE readers, so that proxies keep a quiet stream open.
+            with contextlib.suppress(ConnectionError):  # the client left: the call ends too
+                while True:
+                    await asyncio.sleep(every)
+                    await write(_SSE_HEARTBEAT)
+
+        call.progress = progress
+        every = self._context.config.keepalive_seconds
+        beating = asyncio.ensure_future(heartbeat(every)) if every > 0 else None
+        try:
+            envelope = result_envelope(request_id, await self._run(call, request_id, session))
+        except JsonRpcError as error:
+            envelope = error.envelope(request_id)
+            if not stream.prepared and error.http_status != 200:  # nothing sent yet: a plain answer
+                return _json(error.http_status, envelope, dict(error.headers))
+        finally:
+            if beating is not None:
+                beating.cancel()
+        await write(_event(envelope))
+        await stream.write_eof()
+        return stream
+
+    async def _batch(
+        self, body: list[Any], version: str, session: str, metadata: list[tuple[str, Any]]
+    ) -> web.Response:
+        """JSON-RPC batches: allowed by 2025-03-26 only (later revisions removed them)."""
+        if version not in BATCHING_VERSIONS:
+            return _json(400, _error(None, INVALID_REQUEST, f"Invalid Request: protocol {version} has no batches"))
+        if not body:
+            return _json(400, _error(None, INVALID_REQUEST, "Invalid Request: an empty batch"))
+        if len(body) > MAX_BATCH:
+            return _json(400, _error(None, INVALID_REQUEST, f"Invalid Request: more than {MAX_BATCH} messages"))
+        answers: list[dict[str, Any]] = []
+        for message in body:
+            try:
+                kind, request_id = classify(message)
+            except JsonRpcError as error:
+                answers.append(error.envelope())
+                continue
+            if kind != "request":
+                self._notified(message, kind, session)
+                continue
+            if message["method"] == "initialize":
+                answers.append(_error(request_id, INVALID_REQUEST, "initialize must not be part of a batch"))
+                continue
+            try:
+                result = await self._run(Call(message["method"], message.get("params") or {}, metadata),
+                                         request_id, session)
+                answers.append(result_envelope(request_id, result))
+            except JsonRpcError as error:
+                answers.append(error.envelope(request_id))
+        if not answers:
+            return web.Response(status=202)
+        return web.Response(status=200, body=dumps(answers), content_type=JSON_TYPE)
+
+
+def _progress_token(params: dict[str, Any]) -> Any:
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
+    return token if valid else None
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    return JsonRpcError(code, message, data=data).envelope(request_id)
+
+
+def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, body=dumps(payload), content_type=JSON_TYPE, headers=headers)
+
+
+def _event(payload: dict[str, Any]) -> bytes:
+    return b"event: message\ndata: " + dumps(payload) + b"\n\n"

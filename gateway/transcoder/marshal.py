@@ -1,0 +1,334 @@
+"""JSON ⇄ protobuf for the gateway, with the choices of SPEC §5 made on purpose.
+
+Out: proto (snake_case) names, enum names, empty fields omitted, compact separators,
+UTF-8 kept as is. ``json_format`` renders every ``Struct`` number as a float, so whole
+numbers inside Struct/Value/ListValue fields are turned back into ints (``10`` not
+``10.0``). Only the places where a Struct can occur are visited: a *plan* per message
+type, computed once from the descriptors, lists the keys to follow.
+
+In: a descriptor-driven pass over the decoded JSON, before ``json_format.ParseDict``,
+which (1) accepts proto, json_name and lowerCamel keys, (2) reads enum names in any case
+or numbers, an unknown one as the enum's zero value, (3) rejects values of the wrong
+shape with the field's path. Unknown fields are ignored. ``ParseDict`` then does the
+rest; if it still fails, only a short reason and the field path reach the client, never
+protobuf's dump of every field name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from gateway.host.errors import GatewayError, bad_request
+from gateway.host.responses import dumps
+from gateway.transcoder.present_fields import add_present_fields, presence_plan
+
+_STRUCT_TYPES = frozenset(
+    {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+)
+_MAX_SAFE_INT = 2**53
+#: The integer field types (shared with the binder's query-parameter parsing).
+INT_TYPES = frozenset(
+    {
+        FieldDescriptor.TYPE_INT32,
+        FieldDescriptor.TYPE_INT64,
+        FieldDescriptor.TYPE_UINT32,
+        FieldDescriptor.TYPE_UINT64,
+        FieldDescriptor.TYPE_SINT32,
+        FieldDescriptor.TYPE_SINT64,
+        FieldDescriptor.TYPE_FIXED32,
+        FieldDescriptor.TYPE_FIXED64,
+        FieldDescriptor.TYPE_SFIXED32,
+        FieldDescriptor.TYPE_SFIXED64,
+    }
+)
+_FLOAT_TYPES = frozenset({FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE})
+_PARSE_FIELD = re.compile(r"Failed to parse (\S+) field")
+_PARSE_AT = re.compile(r" at ([\w.\[\]]+?)\.*$")
+
+
+def whole_numbers_to_int(value: Any) -> Any:
+    """Integral floats inside a JSON value (from a Struct) become ints, in place."""
+    kind = type(value)
+    if kind is float:
+        if value.is_integer() and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            return int(value)
+        return value
+    if kind is dict:
+        for key, item in value.items():
+            if type(item) in (float, dict, list):
+                value[key] = whole_numbers_to_int(item)
+    elif kind is list:
+        for index, item in enumerate(value):
+            if type(item) in (float, dict, list):
+                value[index] = whole_numbers_to_int(item)
+    return value
+
+
+# A plan maps a JSON key to None (a Struct-like value: fix it) or to the plan of a
+# nested message that may contain one.
+_Plan = dict[str, "_Plan | None"]
+
+
+def _struct_plan(descriptor: Descriptor, memo: dict[str, _Plan]) -> _Plan:
+    existing = memo.get(descriptor.full_name)
+    if existing is not None:
+        return existing
+    plan: _Plan = {}
+    memo[descriptor.full_name] = plan  # registered first: message types can recurse
+    for fd in descriptor.fields:
+        if fd.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        sub = fd.message_type
+        if sub.GetOptions().map_entry:
+            value_fd = sub.fields_by_name["value"]
+            if value_fd.type != FieldDescriptor.TYPE_MESSAGE:
+                continue
+            sub = value_fd.message_type
+        if sub.full_name in _STRUCT_TYPES:
+            plan[fd.name] = None
+        else:
+            plan[fd.name] = _struct_plan(sub, memo)
+    return plan
+
+
+def _apply_plan(data: dict[str, Any], plan: _Plan) -> None:
+    for key, sub in plan.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if sub is None:
+            data[key] = whole_numbers_to_int(value)
+        elif type(value) is list:
+            for item in value:
+                if type(item) is dict:
+                    _apply_plan(item, sub)
+        elif type(value) is dict:
+            if sub:
+                _apply_plan(value, sub)
+
+
+@dataclass(slots=True)
+class _FieldIn:
+    """How to check and normalise one field of incoming JSON."""
+
+    name: str
+    descriptor: FieldDescriptor
+    repeated: bool
+    is_map: bool
+    message: _MessageIn | None = None  # a nested message to walk
+    enum: dict[str, int] | None = None  # upper-case name → number
+    enum_numbers: frozenset[int] = frozenset()
+    struct: str = ""  # full name when the field is a Struct/Value/ListValue
+
+
+@dataclass(slots=True)
+class _MessageIn:
+    fields: dict[str, _FieldIn] = field(default_factory=dict)
+
+
+def _input_plan(descriptor: Descriptor, memo: dict[str, _MessageIn]) -> _MessageIn:
+    existing = memo.get(descriptor.full_name)
+    if existing is not None:
+        return existing
+    plan = _MessageIn()
+    memo[descriptor.full_name] = plan
+    for fd in descriptor.fields:
+        info = _field_in(fd, memo)
+        for alias in (fd.name, fd.json_name, _camel(fd.name)):
+            plan.fields.setdefault(alias, info)
+    return plan
+
+
+def _field_in(fd: FieldDescriptor, memo: dict[str, _MessageIn]) -> _FieldIn:
+    target = fd
+    is_map = bool(
+        fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry
+    )
+    if is_map:
+        target = fd.message_type.fields_by_name["value"]
+    info = _FieldIn(fd.name, target, repeated=fd.is_repeated and not is_map, is_map=is_map)
+    if target.type == FieldDescriptor.TYPE_MESSAGE:
+        full_name = target.message_type.full_name
+        if full_name in _STRUCT_TYPES:
+            info.struct = full_name
+        elif not full_name.startswith("google.protobuf."):
+            info.message = _input_plan(target.message_type, memo)
+    elif target.type == FieldDescriptor.TYPE_ENUM:
+        info.enum, info.enum_numbers = _enum_tables(target.enum_type)
+    return info
+
+
+def _enum_tables(enum: EnumDescriptor) -> tuple[dict[str, int], frozenset[int]]:
+    names = {value.name.upper(): value.number for value in enum.values}
+    return names, frozenset(names.values())
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", str: "a string", int: "a number", float: "a number",
+            list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+class MessageCodec:
+    """JSON ⇄ one message type. Built once per type, at start-up."""
+
+    def __init__(self, message_class: type[Message]) -> None:
+        self.message_class = message_class
+        descriptor = message_class.DESCRIPTOR
+        self._out_plan = _struct_plan(descriptor, {})
+        self._in_plan = _input_plan(descriptor, {})
+        self._present = presence_plan(descriptor)
+
+    # ---- out -----------------------------------------------------------------------
+    def to_dict(self, message: Message) -> dict[str, Any]:
+        data: dict[str, Any] = json_format.MessageToDict(
+            message, preserving_proto_field_name=True
+        )
+        if self._out_plan:
+            _apply_plan(data, self._out_plan)
+        if self._present:
+            add_present_fields(data, self._present)
+        return data
+
+    def to_json(self, message: Message) -> bytes:
+        return dumps(self.to_dict(message))
+
+    # ---- in ------------------------------------------------------------------------
+    def parse_body(self, raw: bytes) -> dict[str, Any]:
+        """Decode a request body into a JSON object (empty body → ``{}``)."""
+        if not raw.strip():
+            return {}
+        try:
+            data = json.loads(raw)
+        except UnicodeDecodeError as error:
+            raise bad_request("request body is not UTF-8", "body", str(error)) from None
+        except json.JSONDecodeError as error:
+            raise bad_request("request body is not valid JSON", "body", str(error)) from None
+        except RecursionError:
+            raise bad_request("request body is nested too deeply", "body") from None
+        if not isinstance(data, dict):
+            raise bad_request(
+                f"request body must be a JSON object, not {_type_name(data)}", "body"
+            )
+        return data
+
+    def normalize(self, data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        """Check shapes and normalise names and enums of a JSON object for this type."""
+        try:
+            return _normalize_message(data, self._in_plan, prefix)
+        except RecursionError:
+            raise bad_request("request body is nested too deeply", "body") from None
+
+    def fill(self, data: dict[str, Any], message: Message) -> None:
+        """ParseDict a normalised object into ``message``, with short errors."""
+        try:
+            json_format.ParseDict(data, message, ignore_unknown_fields=True)
+        except json_format.ParseError as error:
+            raise _short_parse_error(str(error)) from None
+        except RecursionError:
+            raise bad_request("request body is nested too deeply", "body") from None
+
+
+def _normalize_message(data: dict[str, Any], plan: _MessageIn, path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        info = plan.fields.get(key)
+        if info is None:
+            continue  # unknown fields are ignored
+        where = f"{path}.{info.name}" if path else info.name
+        if value is None:
+            out.pop(info.name, None)
+            continue
+        if info.repeated:
+            if type(value) is not list:
+                raise _wrong_type(where, "an array", value)
+            out[info.name] = [
+                _normalize_value(item, info, f"{where}[{index}]")
+                for index, item in enumerate(value)
+            ]
+        elif info.is_map:
+            if type(value) is not dict:
+                raise _wrong_type(where, "an object", value)
+            out[info.name] = {
+                k: _normalize_value(item, info, f"{where}[{k}]") for k, item in value.items()
+            }
+        else:
+            out[info.name] = _normalize_value(value, info, where)
+    return out
+
+
+def _normalize_value(value: Any, info: _FieldIn, where: str) -> Any:
+    if info.message is not None:
+        if type(value) is not dict:
+            raise _wrong_type(where, "an object", value)
+        return _normalize_message(value, info.message, where)
+    if info.enum is not None:
+        return _normalize_enum(value, info, where)
+    if info.struct:
+        if info.struct == "google.protobuf.Struct" and type(value) is not dict:
+            raise _wrong_type(where, "an object", value)
+        if info.struct == "google.protobuf.ListValue" and type(value) is not list:
+            raise _wrong_type(where, "an array", value)
+        return value
+    kind = info.descriptor.type
+    if kind == FieldDescriptor.TYPE_STRING or kind == FieldDescriptor.TYPE_BYTES:
+        if type(value) is not str:
+            raise _wrong_type(where, "a string", value)
+    elif kind == FieldDescriptor.TYPE_BOOL:
+        if type(value) is not bool:
+            raise _wrong_type(where, "a boolean", value)
+    elif kind in INT_TYPES or kind in _FLOAT_TYPES:
+        if type(value) not in (int, float, str):
+            raise _wrong_type(where, "a number", value)
+    return value
+
+
+def _normalize_enum(value: Any, info: _FieldIn, where: str) -> int:
+    assert info.enum is not None
+    if type(value) is str:
+        number = info.enum.get(value.upper())
+        if number is None:
+            stripped = value.strip()
+            if stripped.lstrip("-").isdigit():
+                number = int(stripped)
+                return number if number in info.enum_numbers else 0
+            return 0  # an unknown name reads as the enum's zero value
+        return number
+    if type(value) is int:
+        return value if value in info.enum_numbers else 0
+    raise _wrong_type(where, "an enum name or number", value)
+
+
+def _wrong_type(where: str, expected: str, value: Any) -> GatewayError:
+    return bad_request(
+        f"invalid value for field '{where}': expected {expected}, got {_type_name(value)}",
+        where,
+        f"expected {expected}, got {_type_name(value)}",
+    )
+
+
+def _short_parse_error(text: str) -> GatewayError:
+    """A ParseError as a short message naming the field; the reason without the dump."""
+    reason = text.rsplit("field: ", 1)[-1].strip()
+    located = _PARSE_AT.search(reason)
+    if located is not None and "." in located.group(1):
+        where = located.group(1).split(".", 1)[1]  # drop the message type's name
+    else:
+        where = ".".join(_PARSE_FIELD.findall(text)) or "body"
+    reason = _PARSE_AT.sub("", reason).rstrip(".")
+    if "Available Fields" in reason or len(reason) > 200:
+        reason = "invalid value"
+    return bad_request(f"invalid value for field '{where}': {reason}", where, reason)
