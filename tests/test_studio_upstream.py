@@ -58,10 +58,12 @@ def build_project(tmp_path: Path) -> Path:
         cwd=root, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
     )  # fmt: skip
     where = "import os, neuro_san_studio; print(os.path.dirname(os.path.dirname(neuro_san_studio.__file__)))"
-    site = Path(subprocess.run([STUDIO, "-c", where], cwd=root, check=True, capture_output=True, text=True).stdout.strip())
+    out = subprocess.run([STUDIO, "-c", where], cwd=root, check=True, capture_output=True, text=True)
+    site = Path(out.stdout.strip())
+    skip = shutil.ignore_patterns("__pycache__")
     for folder in ("registries", "coded_tools", "middleware", "skills"):
         if (site / folder).is_dir():
-            shutil.copytree(site / folder, root / folder, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(site / folder, root / folder, dirs_exist_ok=True, ignore=skip)
     return root
 
 
@@ -89,7 +91,8 @@ def upstream_server(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
             with contextlib.suppress(OSError):
                 if _get(base, "/api/v1/list")[0] == 200:
                     break
-            assert process.poll() is None and time.monotonic() < deadline, (root.parent / "upstream.log").read_text()[-3000:]
+            alive = process.poll() is None and time.monotonic() < deadline
+            assert alive, (root.parent / "upstream.log").read_text()[-3000:]
             time.sleep(1)
         yield base
     finally:
