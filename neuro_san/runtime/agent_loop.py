@@ -58,6 +58,12 @@ async def _run_llm_agent(
     model_key = f"{model.provider}:{model.model_name}"
     tools = await ctx.tools.tool_set(ctx, agent, origin)
     by_name, specs = tools.by_name, tools.specs
+    middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
+    if middleware is not None:
+        added = [tool for tool in middleware.extra_tools() if tool.spec.name not in by_name]
+        if added:
+            by_name = {**by_name, **{tool.spec.name: tool for tool in added}}
+            specs = [*specs, *(tool.spec for tool in added)]
 
     messages: list[LlmMessage] = []
     if agent.instructions:
@@ -70,7 +76,6 @@ async def _run_llm_agent(
 
     truncated = False
     limit = agent.max_iterations or ctx.network.max_iterations
-    middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
     for _ in range(limit):
         if middleware is not None:
             stopped = await middleware.before_model(messages, specs)
