@@ -37,7 +37,7 @@ def placeholder_keys(llm_config: Mapping[str, Any]) -> list[str]:
 def take_llm_keys(llm_configs: Iterable[Mapping[str, Any]], sly_data: dict[str, Any]) -> dict[str, Any]:
     """Remove and return ``sly_data["llm_config"]`` when any of ``llm_configs`` has a
     placeholder (otherwise sly_data is left alone: it may be a coded tool's data)."""
-    if not any(placeholder_keys(config) for config in llm_configs):
+    if not any(placeholder_keys(entry) for config in llm_configs for entry in _layers(config)):
         return {}
     values = sly_data.get(SLY_DATA_KEY)
     if not isinstance(values, Mapping):
@@ -65,3 +65,10 @@ def fill_placeholders(llm_config: Mapping[str, Any], llm_keys: Mapping[str, Any]
             "this agent's LLM needs these values in the request's sly_data.llm_config: " + ", ".join(missing)
         )
     return filled
+
+
+def _layers(llm_config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The config and its ``fallbacks`` entries (each may hold placeholders)."""
+    nested = llm_config.get("fallbacks")
+    extra = [entry for entry in nested if isinstance(entry, Mapping)] if isinstance(nested, list) else []
+    return [llm_config, *extra]

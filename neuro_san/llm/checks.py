@@ -16,6 +16,8 @@ from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.byok import placeholder_keys
 from neuro_san.llm.config import is_verbatim, provider_for
 from neuro_san.llm.factory import OVERRIDE_ENV, apply_override, parse_override
+from neuro_san.llm.fallbacks import entries as fallback_entries
+from neuro_san.llm.fallbacks import fallbacks_problem, has_fallbacks
 from neuro_san.llm.llm_info import INFO_FILE_ENV, LlmInfo, load_llm_info
 
 _INFO_CACHE: dict[str, LlmInfo] = {}
@@ -33,6 +35,19 @@ def llm_config_problem(llm_config: Mapping[str, Any], env: Mapping[str, str] | N
     environ = os.environ if env is None else env
     try:
         merged = apply_override(llm_config, parse_override(environ.get(OVERRIDE_ENV)))
+    except ConfigurationError as error:
+        return error.message
+    if has_fallbacks(merged):
+        # Every entry must be servable: neuro-san would use the one we could not.
+        problem = fallbacks_problem(merged)
+        if problem:
+            return problem
+        for index, entry in enumerate(fallback_entries(merged)):
+            problem = llm_config_problem(entry, environ)
+            if problem:
+                return f"fallbacks[{index}]: {problem}"
+        return None
+    try:
         if is_verbatim(merged):  # the scripted model: its config is its own
             return None
         # Placeholders are filled per request; their values do not decide the provider.

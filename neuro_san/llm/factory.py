@@ -21,6 +21,9 @@ from neuro_san.core.env_settings import env_number
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.byok import fill_placeholders, placeholder_keys
 from neuro_san.llm.config import ResolvedConfig, resolve_llm_config
+from neuro_san.llm.fallbacks import KEY as FALLBACKS
+from neuro_san.llm.fallbacks import build_fallbacks, has_fallbacks
+from neuro_san.llm.fallbacks import entries as fallback_entries
 from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, HttpPool
 from neuro_san.llm.interface import Model
 from neuro_san.llm.llm_info import LlmInfo, load_llm_info
@@ -59,12 +62,14 @@ def _connection_limit(text: str | None) -> int:
 def apply_override(llm_config: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """``llm_config`` with ``override`` laid over it.
 
-    When the override names a ``class`` or ``model_name``, the agent's own ``class`` is
-    dropped first, so the override decides the provider (``class: scripted`` included).
+    When the override names a ``class`` or ``model_name``, the agent's own ``class`` (and
+    ``fallbacks``) is dropped first, so the override decides the provider (``class:
+    scripted`` included). Otherwise it is laid over each ``fallbacks`` entry.
     """
     merged = dict(llm_config)
     if "class" in override or "model_name" in override:
         merged.pop("class", None)
+        merged.pop(FALLBACKS, None)  # the override's model replaces every fallback too
     merged.update(override)
     return merged
 
@@ -114,7 +119,7 @@ class LlmFactory:
         if cached is not None and cached[0] is llm_config:
             return cached[1]
         merged = apply_override(llm_config, self._override)
-        if placeholder_keys(merged):
+        if any(placeholder_keys(entry) for entry in fallback_entries(merged)):
             return self._create(llm_config, llm_keys)
         model = self._create(llm_config)
         if len(self._by_config) >= _CONFIG_CACHE_SIZE:  # reloads bring new specs; stay bounded
@@ -124,6 +129,9 @@ class LlmFactory:
 
     def _create(self, llm_config: Mapping[str, Any], llm_keys: Mapping[str, Any] | None = None) -> Model:
         merged = apply_override(llm_config, self._override)
+        if has_fallbacks(merged):
+            # Each entry is a whole llm_config of its own (the override laid over it).
+            return build_fallbacks(merged, lambda entry: self._create(entry, llm_keys))
         if placeholder_keys(merged):
             merged = fill_placeholders(merged, llm_keys)
             return self._build(resolve_llm_config(merged, self._env, self._info), merged)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
+from neuro_san.middleware.checklist import ChecklistMiddleware
 from neuro_san.middleware.config import (
     MiddlewareConfig,
     NetworkCopySettings,
@@ -13,9 +15,11 @@ from neuro_san.middleware.config import (
     SummarizationSettings,
     ToolSelectionSettings,
 )
-from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, ModelTurn
+from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, MiddlewareTool, ModelTurn
+from neuro_san.middleware.memory import PersistentMemoryMiddleware
 from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
+from neuro_san.middleware.studio_config import ChecklistSettings, MemorySettings
 from neuro_san.middleware.summarization import SummarizationMiddleware
 from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
 
@@ -36,6 +40,10 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         return ToolSelectionMiddleware(invocation, config.settings)
     if isinstance(config.settings, NetworkCopySettings):
         return NetworkCopyMiddleware(invocation)
+    if isinstance(config.settings, MemorySettings):
+        return PersistentMemoryMiddleware(invocation, config.settings)
+    if isinstance(config.settings, ChecklistSettings):
+        return ChecklistMiddleware(invocation, config.settings)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
@@ -46,11 +54,32 @@ class MiddlewareChain:
         self.instances = instances
         self.agent_name = agent_name
         self.tools: list[ToolSpec] = []
+        #: The system prompt as the agent wrote it (None until the first call; "" for none).
+        self._base_system: str | None = None
+
+    def extra_tools(self) -> list[MiddlewareTool]:
+        """The tools the middlewares add, in list order (the first claim of a name wins)."""
+        return [tool for middleware in self.instances for tool in middleware.tools()]
+
+    async def _apply_system_prompts(self, messages: list[LlmMessage]) -> None:
+        """The system prompt of this call: the agent's, then each middleware's addition."""
+        additions = [text for m in self.instances if (text := await m.system_prompt())]
+        has_system = bool(messages) and messages[0].role == "system"
+        if self._base_system is None:
+            if not additions:
+                return
+            self._base_system = messages[0].content if has_system else ""
+        content = "\n\n".join(part for part in (self._base_system, *additions) if part)
+        if has_system:
+            messages[0] = replace(messages[0], content=content)
+        elif content:
+            messages.insert(0, LlmMessage(role="system", content=content))
 
     async def before_model(self, messages: list[LlmMessage], tools: list[ToolSpec]) -> str | None:
         """Let each middleware rewrite ``messages`` (in place) and narrow ``tools``
         (returned through :attr:`tools`). Returns the agent's answer when a middleware
         stops it (the model is then not called), else None."""
+        await self._apply_system_prompts(messages)
         turn = ModelTurn(messages, list(tools))
         try:
             for middleware in self.instances:
@@ -80,8 +109,9 @@ class MiddlewareChain:
         return response
 
     def _stopped(self, stop: AgentStopped) -> str:
-        # neuro-san's wording for an agent ended by a middleware exception.
-        return f"Error from {self.agent_name}: Agent stopped due to exception {stop}"
+        # neuro-san's wording for an agent ended by a middleware exception; the agent loop's
+        # error formatter (runtime/error_format.py) turns it into "Error from <agent>: …".
+        return f"Agent stopped due to exception {stop}"
 
     async def after_agent(self, answer: str) -> str:
         for middleware in reversed(self.instances):

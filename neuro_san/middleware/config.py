@@ -10,11 +10,14 @@ objects with checked settings; anything else (another class, an unknown argument
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from neuro_san.middleware.args import MiddlewareArgs as _Args
+from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
+from neuro_san.middleware.studio_config import STUDIO_CLASSES, ChecklistSettings, MemorySettings, parse_studio
 from neuro_san.network.errors import NetworkLoadError, type_name
 
 PII_CLASSES = frozenset(
@@ -27,14 +30,9 @@ TOOL_SELECTION_CLASSES = frozenset(
     {"neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware"}
 )
 NETWORK_COPY_CLASSES = frozenset({"neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware"})
-#: Classes neuro-san ships that this server does not implement, and why.
-REFUSED_CLASSES: Mapping[str, str] = MappingProxyType({})
+#: Classes neuro-san (and neuro-san-studio) ship that this server does not implement, and why.
+REFUSED_CLASSES: Mapping[str, str] = STUDIO_REFUSED
 
-#: Arguments whose values neuro-san replaces with framework objects when the key is
-#: present. The native implementations need none of them, so asking is harmless.
-INJECTED_ARGS = frozenset(
-    {"origin", "origin_str", "sly_data", "chat_history", "activation_capsule", "journal", "progress_reporter"}
-)
 BUILTIN_PII_TYPES = frozenset({"email", "credit_card", "ip", "mac_address", "url"})
 PII_STRATEGIES = frozenset({"block", "redact", "mask", "hash"})
 ENTRY_KEYS = frozenset({"class", "args", "allow"})
@@ -96,7 +94,10 @@ class MiddlewareConfig:
     class_name: str
     #: The name LangChain would give the instance (duplicates are refused).
     name: str
-    settings: PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings
+    settings: (
+        PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | MemorySettings
+        | ChecklistSettings
+    )
 
 
 def parse_middleware(raw: Any, file: str, key_path: str) -> tuple[MiddlewareConfig, ...]:
@@ -134,7 +135,7 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
     args = entry.get("args") or {}
     if not isinstance(args, dict):
         raise NetworkLoadError(file, f"{key_path}.args", f"must be a dict, not {type_name(args)}")
-    known = PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES | NETWORK_COPY_CLASSES
+    known = PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES | NETWORK_COPY_CLASSES | STUDIO_CLASSES
     if class_name not in known:
         reason = REFUSED_CLASSES.get(class_name) or (
             "this server implements only these middleware classes: " + ", ".join(sorted(known))
@@ -155,38 +156,15 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
         return MiddlewareConfig("network_copy", class_name, "NetworkCopyMiddleware", NetworkCopySettings())
     if reservations:
         raise NetworkLoadError(file, f"{key_path}.allow.reservations", "only NetworkCopyMiddleware uses reservations")
+    if class_name in STUDIO_CLASSES:
+        studio = parse_studio(class_name, check)
+        return MiddlewareConfig("studio", class_name, class_name.rsplit(".", 1)[-1], studio)
     if class_name in PII_CLASSES:
         pii = _pii(check)
         return MiddlewareConfig("pii", class_name, f"PIIMiddleware[{pii.pii_type}]", pii)
     if class_name in SUMMARIZATION_CLASSES:
         return MiddlewareConfig("summarization", class_name, "SummarizationMiddleware", _summarization(check))
     return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
-
-
-class _Args:
-    """Typed reads of one entry's ``args``; unknown keys are refused at the end."""
-
-    def __init__(self, args: dict[str, Any], file: str, key_path: str) -> None:
-        self.args, self.file, self.key_path = args, file, key_path
-        self.read: set[str] = set(INJECTED_ARGS)
-
-    def fail(self, key: str, reason: str) -> NetworkLoadError:
-        return NetworkLoadError(self.file, f"{self.key_path}.{key}", reason)
-
-    def get(self, key: str, default: Any, accept: Callable[[Any], bool], expected: str) -> Any:
-        self.read.add(key)
-        value = self.args.get(key, default)
-        if value is default or accept(value):
-            return value
-        raise self.fail(key, f"must be {expected}, not {value!r}")
-
-    def flag(self, key: str, default: bool) -> bool:
-        return bool(self.get(key, default, lambda v: isinstance(v, bool), "true or false"))
-
-    def finish(self) -> None:
-        for key in self.args:
-            if key not in self.read:
-                raise self.fail(key, "unknown argument for this middleware")
 
 
 def _pii(check: _Args) -> PiiSettings:

@@ -14,12 +14,25 @@ points of every model round trip:
 ``before_model`` runs in list order, ``after_model`` and ``after_agent`` in reverse order,
 as in LangChain.
 An instance lives for one agent invocation, so it may keep per-invocation state.
+
+Two more hooks, for middleware that gives the agent abilities (neuro-san-studio's):
+
+- ``tools()``: :class:`MiddlewareTool` s the model is offered besides the agent's own (a
+  LangChain middleware's ``tools`` attribute); their calls run the middleware's handler
+  and are journaled like any tool call.
+- ``system_prompt()``: text added to the system prompt of each model call (computed per
+  call, so it can show state that changes, like a checklist; it is not kept between calls).
+
+A middleware reads and writes the request's sly_data as ``self.invocation.ctx.sly_data``
+and reports progress with ``self.invocation.ctx.emit`` (AGENT_PROGRESS).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
 
@@ -51,8 +64,34 @@ class Invocation:
     origin: OriginPath
 
 
+#: A middleware tool's work: the model's arguments in, the result out (text, or data sent as JSON).
+ToolHandler = Callable[[Mapping[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class MiddlewareTool:
+    """A tool a middleware adds (it has the members of ``runtime.tool_interface.Tool``)."""
+
+    spec: ToolSpec
+    handler: ToolHandler
+    kind: str = "middleware_tool"
+    remote: bool = False
+
+    @property
+    def ref(self) -> str:
+        return self.spec.name
+
+    async def call(
+        self, ctx: RequestContext, caller: AgentSpec, origin: OriginPath, arguments: Mapping[str, Any]
+    ) -> str:
+        result = await self.handler(arguments)
+        if isinstance(result, str):
+            return result
+        return json.dumps(result, ensure_ascii=False, default=str)
+
+
 class AgentMiddleware:
-    """Base class: both hooks do nothing. Subclasses override what they need."""
+    """Base class: every hook does nothing. Subclasses override what they need."""
 
     def __init__(self, invocation: Invocation) -> None:
         self.invocation = invocation
@@ -65,3 +104,9 @@ class AgentMiddleware:
 
     async def after_agent(self, answer: str) -> str:
         return answer
+
+    def tools(self) -> list[MiddlewareTool]:
+        return []
+
+    async def system_prompt(self) -> str | None:
+        return None

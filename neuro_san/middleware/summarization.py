@@ -99,7 +99,9 @@ class SummarizationMiddleware(AgentMiddleware):
     async def _summarise(self, messages: list[LlmMessage]) -> str:
         ctx, agent = self.invocation.ctx, self.invocation.agent
         llm_config = dict(agent.llm_config)
-        if self.settings.model:
+        if self.settings.model and "fallbacks" in llm_config:
+            llm_config = {"model_name": self.settings.model}  # the named model, as neuro-san asks for it
+        elif self.settings.model:
             llm_config["model_name"] = self.settings.model
         model = ctx.models.create(llm_config, ctx.llm_keys)
         prompt = (self.settings.summary_prompt or DEFAULT_PROMPT).replace(

@@ -92,6 +92,10 @@ class ToolSelectionMiddleware(AgentMiddleware):
     def _configs(self) -> list[Mapping[str, Any]]:
         base = {**self.invocation.agent.llm_config}
         own = dict(self.settings.llm_config)
+        if "fallbacks" in base and own:
+            base = {}  # the selector names its own model(s); the agent's fallbacks are the agent's
+        elif "fallbacks" in base:
+            return [base]  # the factory tries the agent's fallbacks in order
         fallbacks = own.pop("fallbacks", None) or [{}]
         return [{**base, **own, **fallback} for fallback in fallbacks]
 

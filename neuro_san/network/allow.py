@@ -76,6 +76,10 @@ def _sly_data_rule(raw: Any, file: str, key_path: str) -> SlyDataRule:
     keys: dict[str, str] = {}
     if isinstance(raw, list):
         for index, key in enumerate(raw):
+            if key is None:
+                # An unset optional substitution (`${?llm_config_key}`) leaves a null here;
+                # neuro-san looks the key up, finds nothing and lets nothing through for it.
+                continue
             if not isinstance(key, str) or not key:
                 raise NetworkLoadError(
                     file, f"{key_path}[{index}]", f"must be a sly_data key name, not {key!r}"

@@ -24,7 +24,7 @@ from neuro_san.network.allow import parse_allow
 from neuro_san.network.errors import NetworkLoadError, type_name
 from neuro_san.network.mcp_refs import McpServerRef, is_mcp_url, parse_mcp_dict
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
-from neuro_san.network.upstream_keys import refuse_unsupported_keys
+from neuro_san.network.upstream_keys import error_handling, refuse_unsupported_keys
 from neuro_san.toolbox.resolve import expand_toolbox_agents
 
 logger = logging.getLogger(__name__)
@@ -39,14 +39,14 @@ NETWORK_KEYS = frozenset(
         "llm_config", "tools", "commondefs", "metadata", "max_iterations", "max_steps",
         "max_execution_seconds", "request_timeout_seconds", "max_attempts", "sly_data_schema",
         "toolbox_info_file",
-        "max_tokens_per_request", "stream_tokens",
+        "max_tokens_per_request", "stream_tokens", "error_formatter", "error_fragments",
     }
 )  # fmt: skip
 AGENT_KEYS = frozenset(
     {
         "name", "function", "instructions", "command", "tools", "llm_config", "class",
         "toolbox", "args", "allow", "display_as", "max_message_history", "structure_formats",
-        "metadata", "max_iterations", "max_steps", "middleware",
+        "metadata", "max_iterations", "max_steps", "middleware", "error_formatter", "error_fragments",
     }
 )  # fmt: skip
 
@@ -111,7 +111,7 @@ def build_network(document: Any, file: str, name: str, public: bool = True) -> N
     agents: dict[str, AgentSpec] = {}
     for index, raw in enumerate(raw_agents):
         agent = _build_agent(raw, f"tools[{index}]", index == 0, called, network_llm, check)
-        agents[agent.name] = agent
+        agents[agent.name] = replace(agent, **error_handling(raw, document))
 
     front_man = names[0]
     if global_schema:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.includes import resolve_includes
 from neuro_san.network.parse_cache import cache_dir, parse_cached
 
 HOCON_SUFFIXES = frozenset({".hocon", ".conf"})
@@ -57,8 +58,10 @@ def _parse_hocon_now(text: str, path: Path) -> Any:
     # Imported here: with the parse cache warm, start-up never needs pyhocon (or pyparsing).
     from pyhocon import ConfigFactory
 
+    # Relative includes become absolute paths first: the working directory, then the
+    # file's folder (neuro-san reads them from the working directory; see includes.py).
+    text = resolve_includes(text, path)
     try:
-        # basedir makes `include "other.hocon"` relative to the file, as upstream does.
         tree = ConfigFactory.parse_string(text, basedir=str(path.parent))
     except Exception as error:  # pyhocon raises pyparsing and its own exception types
         line = getattr(error, "lineno", None)

@@ -102,6 +102,10 @@ class AgentSpec:
     middleware: tuple[MiddlewareConfig, ...] = ()
     #: The MCP servers among ``tools`` (string ones stay in ``tools`` too; dict ones only here).
     mcp_servers: tuple[McpServerRef, ...] = ()
+    #: How an answer holding an error fragment is rewritten: ``string`` or ``json``.
+    error_formatter: str = "string"
+    #: Text that marks an LLM agent's answer as an error (``Agent stopped`` always does).
+    error_fragments: tuple[str, ...] = ()
 
     @property
     def kind(self) -> AgentKind:

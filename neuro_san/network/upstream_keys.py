@@ -61,17 +61,36 @@ def invocation_kind(function: Mapping[str, Any]) -> Any:
     return "chatbot" if kind is None else kind
 
 
+#: neuro-san's two error formatters (``ErrorFormatterFactory``), by lower-cased name.
+ERROR_FORMATTERS = ("string", "json")
+
+
 def _error_handling(config: Mapping[str, Any], prefix: str, file: str) -> None:
     formatter = config.get("error_formatter")
-    if formatter is not None and formatter != "string":
+    if formatter is not None and (not isinstance(formatter, str) or formatter.lower() not in ERROR_FORMATTERS):
+        # neuro-san quietly falls back to 'string' for any other name; a typo should not.
         raise NetworkLoadError(
-            file,
-            f"{prefix}error_formatter",
-            f"error_formatter {formatter!r} is not supported: errors are reported as text ('string')",
+            file, f"{prefix}error_formatter", f"error_formatter must be 'string' or 'json', not {formatter!r}"
         )
-    if config.get("error_fragments"):
+    fragments = config.get("error_fragments")
+    if fragments is not None and (
+        not isinstance(fragments, list) or not all(isinstance(item, str) and item for item in fragments)
+    ):
         raise NetworkLoadError(
-            file,
-            f"{prefix}error_fragments",
-            "error_fragments (text that marks an agent's answer as an error) are not supported",
+            file, f"{prefix}error_fragments", f"must be a list of non-empty strings, not {fragments!r}"
         )
+
+
+def error_handling(agent: Mapping[str, Any], network: Mapping[str, Any]) -> dict[str, Any]:
+    """The agent's ``error_formatter`` and ``error_fragments`` (its own, else the
+    network's, as neuro-san's defaults filter hands top-level values down)."""
+    formatter = agent.get("error_formatter")
+    if formatter is None:
+        formatter = network.get("error_formatter")
+    fragments = agent.get("error_fragments")
+    if fragments is None:
+        fragments = network.get("error_fragments")
+    return {
+        "error_formatter": str(formatter or "string").lower(),
+        "error_fragments": tuple(fragments or ()),
+    }

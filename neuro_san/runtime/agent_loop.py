@@ -18,6 +18,7 @@ from neuro_san.llm.interface import DeltaSink, LlmMessage, Model, ModelResponse,
 from neuro_san.middleware.chain import middleware_chain
 from neuro_san.network.spec import AgentSpec
 from neuro_san.runtime.context import RequestContext
+from neuro_san.runtime.error_format import format_error
 from neuro_san.runtime.tools import run_tool_calls
 from neuro_san.runtime.transcript import note_tool_result
 from neuro_san.runtime.usage_report import add_caveat, agent_usage, record_llm_call
@@ -57,6 +58,12 @@ async def _run_llm_agent(
     model_key = f"{model.provider}:{model.model_name}"
     tools = await ctx.tools.tool_set(ctx, agent, origin)
     by_name, specs = tools.by_name, tools.specs
+    middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
+    if middleware is not None:
+        added = [tool for tool in middleware.extra_tools() if tool.spec.name not in by_name]
+        if added:
+            by_name = {**by_name, **{tool.spec.name: tool for tool in added}}
+            specs = [*specs, *(tool.spec for tool in added)]
 
     messages: list[LlmMessage] = []
     if agent.instructions:
@@ -69,7 +76,6 @@ async def _run_llm_agent(
 
     truncated = False
     limit = agent.max_iterations or ctx.network.max_iterations
-    middleware = middleware_chain(ctx, agent, origin)  # None for agents without any
     # Token deltas, when the request wants this agent's; never for an agent with
     # middleware, which may rewrite the model's text (PII redaction) after the fact.
     deltas = ctx.journal.delta_sink(origin) if middleware is None else None
@@ -112,6 +118,7 @@ async def _run_llm_agent(
         add_caveat("truncated: the answer was cut off at the model's output token limit")
     if middleware is not None:
         answer = await middleware.after_agent(answer)
+    answer = format_error(agent, origin, answer)
     ctx.emit(MessageType.AI, origin, answer)
     return answer
 

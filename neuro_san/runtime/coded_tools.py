@@ -1,10 +1,16 @@
 """Finding and running coded tools (neuro-san's ``CodedTool`` interface, unchanged).
 
-``class: module.Class`` is looked up, in order, as ``<root>/<network>/module.py`` then
-``<root>/module.py`` for each root of ``AGENT_TOOL_PATH`` (``:``-separated), and last
-as an importable dotted path. Modules are loaded from their files, so the roots need
-not be on ``PYTHONPATH``. Classes are resolved once per network and cached; an
-instance is made per call, as neuro-san does.
+``class: module.Class`` is looked up as neuro-san does, walking up the network's path
+parts under each root of ``AGENT_TOOL_PATH`` (``:``-separated): for the network
+``experimental/mdap`` that is ``<root>/experimental/mdap/module.py``, then
+``<root>/experimental/module.py``, then (our addition, kept for networks in sub-folders)
+``<root>/mdap/module.py``, then ``<root>/module.py``; last as an importable dotted path.
+A file that lies under a ``sys.path`` entry (studio puts the project root on
+``PYTHONPATH``) is imported by its dotted name (``coded_tools.experimental.mdap.module``),
+so its own ``from coded_tools.… import …`` lines share the modules it loads; other files
+are loaded from their path. Classes are resolved once per network and cached; an
+instance is made per call, as neuro-san does. A class that also subclasses neuro-san's
+``BranchActivation`` is built with neuro-san's five arguments and may call agents.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
+from neuro_san.internals.graph.activations.branch_activation import BranchActivation
 from neuro_san.network.spec import AgentSpec
 from neuro_san.reservations.reservationist import StoreReservationist
+from neuro_san.runtime.branch_calls import BranchCaller, agent_tool_spec
 from neuro_san.runtime.context import RequestContext
 from neuro_san.runtime.journal_shapes import coded_tool_result
 
@@ -52,18 +60,18 @@ class CodedToolResolver:
         if not module_name:
             raise ConfigurationError(f"class {class_name!r} must be written module.Class")
         relative = Path(*module_name.split(".")).with_suffix(".py")
-        # A network in a sub-folder (deep/math_guy) also finds the tools of its base name.
-        folders = dict.fromkeys([network, network.rsplit("/", 1)[-1]])
-        candidates = [root / folder / relative for root in self._roots for folder in folders]
+        candidates = [root / folder / relative for root in self._roots for folder in _folders(network)]
         candidates += [root / relative for root in self._roots]
         for path in candidates:
             if path.is_file():
-                module = _load_file(path)
+                module = _import_file(path)
                 break
         else:
             try:
                 module = importlib.import_module(module_name)
             except ImportError as error:
+                if error.name and error.name != module_name and not module_name.startswith(f"{error.name}."):
+                    raise _import_failure(module_name, error) from error
                 where = ", ".join(str(p) for p in candidates) or "(no AGENT_TOOL_PATH)"
                 raise ConfigurationError(
                     f"coded tool {class_name!r} not found: looked in {where} and for an "
@@ -73,6 +81,57 @@ class CodedToolResolver:
         if not isinstance(cls, type):
             raise ConfigurationError(f"coded tool {class_name!r}: {module_name} has no class {attr!r}")
         return cls
+
+
+def _folders(network: str) -> list[str]:
+    """The network's folders under a root, most specific first: every prefix of its
+    path parts (neuro-san's walk up), then its base name (ours)."""
+    parts = network.split("/")
+    folders = ["/".join(parts[:count]) for count in range(len(parts), 0, -1)]
+    return list(dict.fromkeys([*folders, parts[-1]]))
+
+
+def _dotted_name(path: Path) -> str | None:
+    """``path``'s module name under the ``sys.path`` entry farthest up, if any."""
+    resolved = path.resolve().with_suffix("")
+    best: str | None = None
+    for entry in sys.path:
+        try:
+            parts = resolved.relative_to(Path(entry or ".").resolve()).parts
+        except (ValueError, OSError):
+            continue
+        if parts and all(part.isidentifier() for part in parts):
+            name = ".".join(parts)
+            if best is None or len(name) > len(best):
+                best = name
+    return best
+
+
+def _import_file(path: Path) -> Any:
+    name = _dotted_name(path)
+    if name is None:
+        return _load_file(path)
+    try:
+        module = importlib.import_module(name)
+    except ImportError as error:
+        raise _import_failure(str(path), error) from error
+    except Exception as error:
+        raise ConfigurationError(f"coded tool module {path} failed to import: {error}") from error
+    if Path(getattr(module, "__file__", "") or "").resolve() != path.resolve():
+        return _load_file(path)  # that dotted name is another module: load this file itself
+    return module
+
+
+def _import_failure(module: str, error: ImportError) -> ConfigurationError:
+    missing = error.name or "?"
+    if missing.startswith("neuro_san.") or missing == "neuro_san":
+        reason = (
+            f"it imports neuro-san's {missing!r}, which this server does not provide (neuro-san's "
+            "internals are not part of its interface; docs/compatibility.md lists the ones provided)"
+        )
+    else:
+        reason = f"it imports {missing!r}, which is not installed in the server's environment ({error})"
+    return ConfigurationError(f"coded tool module {module} cannot be loaded: {reason}")
 
 
 def _load_file(path: Path) -> Any:
@@ -86,6 +145,9 @@ def _load_file(path: Path) -> Any:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except ImportError as error:
+        del sys.modules[name]
+        raise _import_failure(str(path), error) from error
     except Exception as error:
         del sys.modules[name]
         raise ConfigurationError(f"coded tool module {path} failed to import: {error}") from error
@@ -120,7 +182,13 @@ async def run_coded_tool(
     ctx: RequestContext, agent: AgentSpec, origin: OriginPath, arguments: Mapping[str, Any]
 ) -> str:
     assert agent.class_name is not None
-    cls = ctx.coded_tools.resolve(ctx.network.name, agent.class_name)
+    try:
+        cls = ctx.coded_tools.resolve(ctx.network.name, agent.class_name)
+    except ConfigurationError as problem:
+        # Not found or not importable: the model is told why (the module and the reason), as
+        # neuro-san turns its "Could not find class" into the tool's answer.
+        log.warning("coded tool %s of %s: %s", agent.name, ctx.network.name, problem)
+        return f"Error: {problem}"
     origin_list = [{"tool": o.tool, "instantiation_index": o.instantiation_index} for o in origin]
     # The args written in the network win over the LLM's, as in neuro-san (so a network
     # can pin a value; a default in the parameters is the way to let the LLM choose).
@@ -137,7 +205,12 @@ async def run_coded_tool(
     error = False
     result: Any = None
     try:
-        tool = cls()
+        tool: Any
+        if issubclass(cls, BranchActivation):
+            # neuro-san's signature for tools that call agents (run_context, factory, args, spec, sly_data).
+            tool = cls(BranchCaller(ctx, agent, origin), None, args, agent_tool_spec(agent), ctx.sly_data)
+        else:
+            tool = cls()
         try:
             result = await tool.async_invoke(args, ctx.sly_data)
         except NotImplementedError:

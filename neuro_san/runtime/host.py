@@ -23,6 +23,7 @@ from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.byok import take_llm_keys
 from neuro_san.llm.interface import ModelFactory
 from neuro_san.middleware.summarization import summarised_context
+from neuro_san.network.connectivity import connectivity_tools, reported_as_agent
 from neuro_san.network.mcp_tools import tool_names
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
 from neuro_san.network.upstream_keys import invocation_kind
@@ -118,10 +119,13 @@ class NetworkHost:
                 continue
             seen.add(name)
             if is_external_ref(name):
-                entries.append(ConnectivityEntry(name, (), "external_agent"))
+                if reported_as_agent(name):
+                    entries.append(ConnectivityEntry(name, (), "external_agent"))
                 continue
-            node = network.agents[name]
-            tools = node.tools if node.allow.connectivity else ()
+            node = network.agents.get(name)
+            if node is None:  # an args.tools name that is no agent: listed, not reported
+                continue
+            tools = connectivity_tools(node) if node.allow.connectivity else ()
             entries.append(
                 ConnectivityEntry(name, tuple(tools), node.display_as or node.kind, node.metadata)
             )

@@ -80,6 +80,10 @@ class ToolBinder(Protocol):
         MCP server…) are told on the stream under it."""
         ...
 
+    async def bind(self, ctx: RequestContext, agent: AgentSpec, ref: str) -> list[Tool]:
+        """The tools one reference of ``agent`` stands for (a local agent, ``/name``, a URL)."""
+        ...
+
 
 def build_agent_input(arguments: Mapping[str, Any], command: str) -> str:
     """The HUMAN message a called agent gets when its parameters are unknown; see

@@ -265,10 +265,20 @@ class AgentServer:
                 self.config.host,
             )
         names = sorted(self.registry.networks())
-        log.info(
-            "gRPC listening on %s:%d serving %d networks: %s",
-            self.config.host, self.port, len(names), ", ".join(names),
-        )
+        if names:
+            log.info(
+                "gRPC listening on %s:%d serving %d networks: %s",
+                self.config.host, self.port, len(names), ", ".join(names),
+            )
+        else:
+            # A server up with nothing to serve is almost always a manifest problem (a path,
+            # an include, the working directory): say so where the operator looks.
+            problems = len(self.registry.errors)
+            log.error(
+                "gRPC listening on %s:%d serving NO agent networks (%d load errors logged above; "
+                "check AGENT_MANIFEST_FILE and the directory the server was started in)",
+                self.config.host, self.port, problems,
+            )
         return self.port
 
     async def stop(self, grace: float = 5.0, drain_local: Callable[[float], Awaitable[None]] | None = None) -> None:

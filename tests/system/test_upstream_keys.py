@@ -23,9 +23,10 @@ def _document(front: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]
 @pytest.mark.parametrize(
     ("document", "key_path", "reason"),
     [
-        (_document(error_formatter="json"), "error_formatter", "is not supported"),
-        (_document(error_fragments=["oops"]), "error_fragments", "not supported"),
-        (_document({"error_formatter": "json"}), "tools[0].error_formatter", "is not supported"),
+        # error_formatter / error_fragments are implemented (issue 23); only bad values are refused.
+        (_document(error_formatter="yaml"), "error_formatter", "must be 'string' or 'json'"),
+        (_document(error_fragments="oops"), "error_fragments", "must be a list of non-empty strings"),
+        (_document({"error_formatter": 3}), "tools[0].error_formatter", "must be 'string' or 'json'"),
         (_document(llm_info_file="llm_info.hocon"), "llm_info_file", "not supported"),
         (_document({"max_execution_seconds": 5}), "tools[0].max_execution_seconds", "set it at the top level"),
         (_document({"max_attempts": 2}), "tools[0].max_attempts", "set it at the top level"),

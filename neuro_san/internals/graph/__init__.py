@@ -1,0 +1,1 @@
+"""neuro-san's agent-graph package path (compatibility surface; see ``neuro_san.internals``)."""

@@ -1,0 +1,162 @@
+"""Load-time settings of neuro-san-studio's middleware classes (``middleware.…`` in a
+studio project), implemented natively here: persistent memory and the checklist.
+
+Where studio warns about an unknown key and goes on, these refuse it at load with the key
+path (a misspelt setting should not silently change nothing). The Agent Network Designer
+family and the skills middleware are refused with the reason (``REFUSED``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from neuro_san.middleware.args import MiddlewareArgs
+
+MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
+CHECKLIST_CLASS = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
+STUDIO_CLASSES = frozenset({MEMORY_CLASS, CHECKLIST_CLASS})
+
+_DESIGNER = "middleware.agent_network_designer."
+_NOT_YET = "neuro-san-studio's {what} is not implemented on this server yet (docs/compatibility.md)"
+_DESIGNER_CLASSES = (
+    "agent_network_definition_middleware.AgentNetworkDefinitionMiddleware",
+    "persistence.agent_network_persistence_middleware.AgentNetworkPersistenceMiddleware",
+    "validation.agent_network_structure_validation_middleware.AgentNetworkStructureValidationMiddleware",
+    "validation.agent_network_instructions_validation_middleware.AgentNetworkInstructionsValidationMiddleware",
+)
+REFUSED: Mapping[str, str] = MappingProxyType(
+    {
+        "middleware.agent_skills_middleware.AgentSkillsMiddleware": _NOT_YET.format(what="AgentSkillsMiddleware"),
+        **{_DESIGNER + name: _NOT_YET.format(what="Agent Network Designer middleware") for name in _DESIGNER_CLASSES},
+    }
+)
+
+MEMORY_OPERATIONS = frozenset({"create", "read", "append", "delete", "search", "list"})
+MEMORY_BACKENDS = ("json_file", "markdown_file", "mem0")
+CHECKLIST_STATUSES = ("pending", "in_progress", "done", "skipped")
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySettings:
+    backend: str
+    #: Where the files go: relative to the server's working directory (the project root).
+    folder: str
+    file_name: str
+    #: Topics longer than this are summarised by ``summary_model`` (0: never).
+    max_topic_size: int
+    summary_model: str
+    personalization: str
+    operations: frozenset[str]
+    #: Replaces the default system-prompt text about the tool.
+    preamble: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChecklistSettings:
+    title: str
+    #: ``(item, status, notes)`` of the checklist every invocation starts with.
+    initial: tuple[tuple[str, str, str], ...]
+    keep_in_context: bool
+    #: ``progress_reporter`` asked for: progress (0.0–1.0) is reported as AGENT_PROGRESS.
+    report_progress: bool
+
+
+def parse_studio(class_name: str, check: MiddlewareArgs) -> MemorySettings | ChecklistSettings:
+    if class_name == MEMORY_CLASS:
+        return _memory(check)
+    return _checklist(check)
+
+
+def _dict(check: MiddlewareArgs, parent: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise check.fail(path, f"must be a dict, not {value!r}")
+    return value
+
+
+def _only(check: MiddlewareArgs, block: Mapping[str, Any], known: set[str], path: str) -> None:
+    for key in block:
+        if key not in known:
+            raise check.fail(f"{path}.{key}", f"unknown key (known: {', '.join(sorted(known))})")
+
+
+def _memory(check: MiddlewareArgs) -> MemorySettings:
+    origin = check.get("origin_str", True, lambda v: isinstance(v, bool | str), "true or a dotted origin")
+    del origin  # the namespace is the network and the agent, known here without it
+    config = check.get("memory_config", {}, lambda v: isinstance(v, dict), "a dict")
+    _only(check, config, {"storage", "summarization", "enabled_operations", "preamble"}, "memory_config")
+    storage = _dict(check, config, "storage", "memory_config.storage")
+    _only(check, storage, {"backend", "folder_name", "file_name"}, "memory_config.storage")
+    backend = str(storage.get("backend") or "json_file").strip().lower()
+    if backend not in MEMORY_BACKENDS:
+        known = ", ".join(MEMORY_BACKENDS)
+        raise check.fail("memory_config.storage.backend", f"must be one of {known}, not {backend!r}")
+    if backend == "mem0":
+        installed = importlib.util.find_spec("mem0") is not None
+        reason = (
+            "the mem0 backend is not implemented on this server (use json_file or markdown_file)"
+            if installed
+            else "the mem0 backend needs the mem0ai package, which is not installed (and this server implements "
+            "only json_file and markdown_file)"
+        )
+        raise check.fail("memory_config.storage.backend", reason)
+    summary = _dict(check, config, "summarization", "memory_config.summarization")
+    _only(check, summary, {"max_topic_size", "model", "personalization"}, "memory_config.summarization")
+    size = summary.get("max_topic_size", 0)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise check.fail("memory_config.summarization.max_topic_size", f"must be a whole number >= 0, not {size!r}")
+    raw_operations = config.get("enabled_operations")
+    operations = MEMORY_OPERATIONS
+    if raw_operations:
+        if not isinstance(raw_operations, list):
+            raise check.fail("memory_config.enabled_operations", "must be a list of operation names")
+        named = {str(op).strip().lower() for op in raw_operations if op}
+        unknown = named - MEMORY_OPERATIONS
+        if unknown:
+            raise check.fail(
+                "memory_config.enabled_operations",
+                f"unknown operations {sorted(unknown)} (known: {', '.join(sorted(MEMORY_OPERATIONS))})",
+            )
+        operations = frozenset(named)
+    preamble = config.get("preamble")
+    settings = MemorySettings(
+        backend=backend,
+        folder=str(storage.get("folder_name") or "memory"),
+        file_name=str(storage.get("file_name") or "memory"),
+        max_topic_size=size,
+        summary_model=str(summary.get("model") or "gpt-5.4-mini"),
+        personalization=str(summary.get("personalization") or ""),
+        operations=operations,
+        preamble=preamble.strip() if isinstance(preamble, str) and preamble.strip() else None,
+    )
+    check.finish()
+    return settings
+
+
+def _checklist(check: MiddlewareArgs) -> ChecklistSettings:
+    title = check.get("checklist_title", "Task Checklist", lambda v: isinstance(v, str), "a string")
+    raw = check.get("initial_checklist", [], lambda v: isinstance(v, list), "a list of {item, status, notes}")
+    initial = []
+    for index, entry in enumerate(raw or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("item", ""), str):
+            raise check.fail(f"initial_checklist[{index}]", "must be a dict with an 'item' string")
+        status = entry.get("status", "pending")
+        if status not in CHECKLIST_STATUSES:
+            raise check.fail(
+                f"initial_checklist[{index}].status", f"must be one of {', '.join(CHECKLIST_STATUSES)}, not {status!r}"
+            )
+        initial.append((str(entry.get("item", "")).strip(), str(status), str(entry.get("notes", ""))))
+    settings = ChecklistSettings(
+        title=title,
+        initial=tuple(initial),
+        keep_in_context=check.flag("keep_checklist_in_context", False),
+        report_progress="progress_reporter" in check.args,
+    )
+    check.finish()
+    return settings

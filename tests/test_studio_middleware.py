@@ -1,0 +1,159 @@
+"""neuro-san-studio's middleware, native: a fake LLM (real HTTP, OpenAI wire format) calls
+the tools each middleware adds, and what the tools did is checked where it lands: the
+memory files across two chats, the checklist in the next system prompt and the progress
+reports; and the classes not implemented are refused at load with the reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuro_san.core.messages import MessageType
+from neuro_san.network.builder import build_network
+from neuro_san.network.errors import NetworkLoadError
+from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm
+from tests.support.runtime import make_host, run_chat
+
+MEMORY = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
+CHECKLIST = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
+
+
+def _network(fake: FakeLlmServer, middleware: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "llm_config": fake.llm_config(),
+        "tools": [{"name": "assistant", "instructions": "Help the user.", "middleware": [middleware]}],
+    }
+
+
+def _memory(folder: Path, backend: str = "json_file", **config: Any) -> dict[str, Any]:
+    storage = {"backend": backend, "folder_name": str(folder), "file_name": "memory"}
+    return {"class": MEMORY, "args": {"origin_str": True, "memory_config": {"storage": storage, **config}}}
+
+
+def _system_prompt(body: Any) -> str:
+    return str(body["messages"][0]["content"]) if body["messages"][0]["role"] == "system" else ""
+
+
+@pytest.mark.parametrize("backend", ["json_file", "markdown_file"])
+def test_memory_written_in_one_chat_is_read_back_in_the_next(tmp_path: Path, backend: str) -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"memo/net": _network(fake, _memory(tmp_path, backend))})
+        create = {"operation": "create", "topic": "coffee_preference", "content": "Likes espresso."}
+        fake.enqueue(
+            Reply.calls(FakeToolCall("persistent_memory", create)),
+            Reply.calls(FakeToolCall("persistent_memory", {"operation": "append", "topic": "coffee_preference",
+                                                            "content": "No sugar."})),  # fmt: skip
+            Reply.answer("Noted."),
+        )
+        first = await run_chat(host, "memo/net", "I like espresso, no sugar.")
+        assert first[-1].text == "Noted."
+        # A new chat (no chat_context): the model lists, then reads what the first one stored.
+        fake.enqueue(
+            Reply.calls(FakeToolCall("persistent_memory", {"operation": "list"})),
+            Reply.calls(FakeToolCall("persistent_memory", {"operation": "read", "topic": "coffee_preference"})),
+            Reply.answer("You like espresso."),
+        )
+        second = await run_chat(host, "memo/net", "What coffee do I like?", maximal=True)
+        await factory.aclose()
+        results = [m.text for m in second if m.type == MessageType.AGENT_TOOL_RESULT]
+        assert json.loads(results[0]) == {"result": {"topics": ["coffee_preference"]}}
+        read = json.loads(results[1])["result"]
+        assert read["topic"] == "coffee_preference"
+        assert read["content"].startswith("Likes espresso.\n[") and read["content"].endswith("] No sugar.")
+        # The tool and the preamble were offered to the model.
+        request = fake.requests[-1].body
+        assert "persistent_memory" in [tool["function"]["name"] for tool in request["tools"]]
+        assert _system_prompt(request).startswith("Help the user.\n\n")
+        assert "'persistent_memory' tool" in _system_prompt(request)
+
+    run_with_fake_llm(body)
+    agent_folder = tmp_path / "memo_net" / "assistant"
+    if backend == "json_file":
+        stored = json.loads((agent_folder / "memory.json").read_text())
+        assert list(stored) == ["coffee_preference"]
+    else:
+        text = (agent_folder / "coffee_preference.md").read_text()
+        assert text.startswith("# coffee_preference\n\nLikes espresso.\n[")
+
+
+def test_memory_search_errors_and_enabled_operations(tmp_path: Path) -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        config = _memory(tmp_path, enabled_operations=["create", "search"])
+        host, factory = make_host({"net": _network(fake, config)})
+        role = {"operation": "create", "topic": "role", "content": "Data engineer"}
+        city = {"operation": "create", "topic": "city", "content": "Lives in Oslo"}
+        calls = [FakeToolCall("persistent_memory", role, "c1"), FakeToolCall("persistent_memory", city, "c2")]
+        fake.enqueue(
+            Reply.calls(*calls),
+            Reply.calls(FakeToolCall("persistent_memory", {"operation": "search", "query": "oslo engineer x"}, "c3"),
+                        FakeToolCall("persistent_memory", {"operation": "delete", "topic": "role"}, "c4"),
+                        FakeToolCall("persistent_memory", {"operation": "create", "topic": "t"}, "c5")),  # fmt: skip
+            Reply.answer("done"),
+        )
+        messages = await run_chat(host, "net", "remember", maximal=True)
+        await factory.aclose()
+        # Parallel calls: their results arrive in any order.
+        results = [json.loads(m.text) for m in messages if m.type == MessageType.AGENT_TOOL_RESULT]
+        hits = next(r["result"]["results"] for r in results if "results" in r.get("result", {}))
+        assert sorted((hit["topic"], hit["score"]) for hit in hits) == [("city", 0.3333), ("role", 0.3333)]
+        assert {"error": "Operation 'delete' is not enabled for this agent. Enabled: create, search"} in results
+        assert {"error": "Operation 'create' requires 'content'."} in results
+
+    run_with_fake_llm(body)
+
+
+def test_checklist_tools_update_the_next_system_prompt_and_report_progress() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        checklist = {"class": CHECKLIST, "args": {"checklist_title": "My Plan", "progress_reporter": True}}
+        host, factory = make_host({"net": _network(fake, checklist)})
+        fake.enqueue(
+            Reply.calls(FakeToolCall("create_checklist", {"items": ["Read", "Plan", " "]})),
+            Reply.calls(FakeToolCall("update_checklist_item", {"item_index": 1, "status": "done", "notes": "ok"})),
+            Reply.calls(FakeToolCall("edit_checklist_item", {"item_index": 2, "new_item": "Plan better"}),
+                        FakeToolCall("update_checklist_item", {"item_index": 7, "status": "done"}, "bad")),  # fmt: skip
+            Reply.answer("finished"),
+        )
+        messages = await run_chat(host, "net", "solve it", maximal=True)
+        await factory.aclose()
+        assert messages[-1].text == "finished"
+        first_prompt = _system_prompt(fake.requests[0].body)
+        assert first_prompt == "Help the user."  # no checklist yet: nothing added
+        last_prompt = _system_prompt(fake.requests[-1].body)
+        assert last_prompt.startswith("Help the user.\n\n## My Plan\n")
+        assert "1. [x] Read\n   > ok\n2. [ ] Plan better\n" in last_prompt
+        assert last_prompt.endswith("Progress: 1/2 done, 0 skipped\n")
+        assert last_prompt.count("## My Plan") == 1  # shown once per call, not piled up
+        results = [m.text for m in messages if m.type == MessageType.AGENT_TOOL_RESULT]
+        assert any(r.startswith("Error: Item index 7 is out of range. Checklist has 2 item(s)") for r in results)
+        progress = [m.structure for m in messages if m.type == MessageType.AGENT_PROGRESS]
+        assert {"progress": 0.5} in progress and {"progress": 0.0} in progress
+
+    run_with_fake_llm(body)
+
+
+@pytest.mark.parametrize(
+    ("middleware", "reason"),
+    [
+        ({"class": "middleware.agent_skills_middleware.AgentSkillsMiddleware", "args": {}}, "not implemented"),
+        (
+            {"class": "middleware.agent_network_designer.agent_network_definition_middleware."
+             "AgentNetworkDefinitionMiddleware"},  # fmt: skip
+            "Agent Network Designer",
+        ),
+        (_memory(Path("/tmp"), "mem0"), "mem0"),
+        ({"class": MEMORY, "args": {"memory_config": {"storage": {"backend": "json_file"}, "typo": 1}}}, "typo"),
+        ({"class": CHECKLIST, "args": {"initial_checklist": [{"item": "x", "status": "later"}]}}, "status"),
+    ],
+)
+def test_unimplemented_or_bad_studio_middleware_is_refused(middleware: dict[str, Any], reason: str) -> None:
+    document = {
+        "llm_config": {"class": "scripted"},
+        "tools": [{"name": "assistant", "instructions": "x", "middleware": [middleware]}],
+    }
+    with pytest.raises(NetworkLoadError) as caught:
+        build_network(document, "<net>", "net")
+    assert reason in str(caught.value)
+    assert "tools[0].middleware[0]" in str(caught.value)
