@@ -1,5 +1,5 @@
 """``neuro-san serve`` started as ``ns run`` starts neuro-san: from a studio project's
-root, with studio's environment (tests/test_studio_*.py)."""
+root, with studio's environment (tests/studio/test_studio_*.py)."""
 
 from __future__ import annotations
 
