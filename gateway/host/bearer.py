@@ -1,7 +1,7 @@
 """The HTTP side of OAuth (MCP authorization): what only an HTTP server can say.
 
 Tokens are validated in the service layer, for every transport (see
-:mod:`neuro_san.service.oauth`). Here, with ``AGENT_OAUTH_ISSUER`` set:
+:mod:`neuro_san.auth.oauth`). Here, with ``AGENT_OAUTH_ISSUER`` set:
 
 - the Protected Resource Metadata (RFC 9728) at ``/.well-known/oauth-protected-resource``
   (this server, audience ``AGENT_OAUTH_AUDIENCE``) and at
@@ -30,8 +30,8 @@ from aiohttp import web
 
 from gateway.host.errors import RpcFailure
 from gateway.host.frontends import FrontEndContext, FrontEndFactory, FrontEndRoute
+from neuro_san.auth.oauth import MCP_RESOURCE_PATH, OAuthSettings, issuer_metadata
 from neuro_san.core.access import DEFAULT_SCOPE
-from neuro_san.service.oauth import MCP_RESOURCE_PATH, OAuthSettings, issuer_metadata
 
 log = logging.getLogger(__name__)
 METADATA_PATH = "/.well-known/oauth-protected-resource"

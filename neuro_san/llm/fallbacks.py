@@ -30,7 +30,7 @@ from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.errors import LlmError
-from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, ToolSpec
+from neuro_san.llm.interface import DeltaSink, LlmMessage, Model, ModelResponse, TextDelta, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +109,28 @@ class FallbackModel:
     def model_name(self) -> str:
         return self.models[0].model_name
 
-    async def complete(self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec]) -> ModelResponse:
+    async def complete(
+        self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec], on_delta: DeltaSink | None = None
+    ) -> ModelResponse:
+        """The first model's answer, else the next one's. While token streaming, a model
+        that fails after its first delta is not replaced: its text already reached the
+        client, and another model's answer would not continue it; the error stands."""
         last: LlmError | None = None
+        streamed = False
+
+        def sink(delta: TextDelta) -> None:
+            nonlocal streamed
+            streamed = True
+            if on_delta is not None:
+                on_delta(delta)
+
         for position, model in enumerate(self.models):
             try:
-                return await model.complete(messages, tools)
+                return await model.complete(messages, tools, on_delta=sink if on_delta is not None else None)
             except LlmError as error:
                 last = error
+                if streamed:
+                    raise
                 if position + 1 < len(self.models):
                     following = self.models[position + 1]
                     log.warning(

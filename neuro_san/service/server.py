@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
+from neuro_san.auth.oauth import JwtVerifier, OAuthSettings
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.env_settings import env_number
 from neuro_san.core.errors import ConfigurationError
@@ -43,7 +44,6 @@ from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PrometheusTelemetry
-from neuro_san.service.oauth import JwtVerifier, OAuthSettings
 
 log = logging.getLogger(__name__)
 
