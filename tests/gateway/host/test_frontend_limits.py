@@ -190,7 +190,9 @@ def test_a_server_at_its_concurrency_cap_is_503_not_429_on_mcp_and_a2a(
     busy: tuple[FakeLlmServer, ServerProcess],
 ) -> None:
     fake, server = busy
-    fake.enqueue(Reply.stall(2.5))
+    # The held chat must outlast both refused calls, the A2A one included, which loads the
+    # A2A SDK on its first request (seconds on a loaded 2-core machine).
+    fake.enqueue(Reply.stall(8.0))
     with ThreadPoolExecutor(1) as pool:
         holder = pool.submit(_mcp_call, server, "other-key", "holds the one place")
         time.sleep(0.8)
