@@ -88,8 +88,8 @@ browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root
 test: $(STAMP) browser redis-server haproxy oidc-provider proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest
 
-test-fast: $(STAMP) redis-server haproxy oidc-provider ## only the test suite
-	$(PY) -m pytest -x
+test-fast: $(STAMP) redis-server ## between edits: the suite without the tests marked slow (no lint), stops at the first failure
+	$(PY) -m pytest -x -m "not slow"
 
 # The benchmark measures the recommended production install: the `fast` extra (uvloop).
 FAST_STAMP := $(VENV)/.installed-fast

@@ -33,6 +33,9 @@ import asyncio, os
 from pathlib import Path
 from neuro_san.interfaces.coded_tool import CodedTool
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 class Sleeper(CodedTool):
     """Sleeps; leaves started/finished/cancelled marks in $SLEEPER_MARKS."""
 

@@ -24,6 +24,9 @@ from tests.support.mcp_server import McpTestServer
 from tests.support.runtime import make_host, run_chat
 from tests.support.servers import free_port, start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[McpTestServer]:

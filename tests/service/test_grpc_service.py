@@ -16,6 +16,9 @@ from neuro_san.api.grpc import agent_pb2, chat_pb2
 from tests.support import grpc_calls as calls
 from tests.support.servers import BUNDLED_MANIFEST, ServerProcess, start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 AI = chat_pb2.ChatMessage.AI
 HUMAN = chat_pb2.ChatMessage.HUMAN
 FRAMEWORK = chat_pb2.ChatMessage.AGENT_FRAMEWORK

@@ -1,3 +1,4 @@
+
 """Concurrent chats and token budgets per key, on a real server whose networks talk to the
 fake LLM: refusals on gRPC and HTTP while another key is served."""
 
@@ -9,11 +10,15 @@ from pathlib import Path
 
 import aiohttp
 import grpc
+import pytest
 
 from tests.fakes.fake_llm import Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 KEYS = {
     "keys": [

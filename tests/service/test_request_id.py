@@ -1,3 +1,4 @@
+
 """Every call answers with a request id (the client's, or a new one) that its log lines carry."""
 
 from __future__ import annotations
@@ -7,10 +8,14 @@ import json
 
 import aiohttp
 import grpc
+import pytest
 from neuro_san.api.grpc import agent_pb2
 
 from tests.support import grpc_calls as calls
 from tests.support.servers import start_server
+
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 
 def test_request_id_on_grpc_and_http_and_in_the_log() -> None:

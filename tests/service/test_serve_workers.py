@@ -20,6 +20,9 @@ from tests.support import grpc_calls as calls
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import ServerProcess, start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 WORKERS = ["--workers", "2"]
 JSON_LOGS = {"AGENT_SERVICE_LOG_JSON": "1"}
 

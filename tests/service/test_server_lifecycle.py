@@ -14,6 +14,9 @@ from tests.support import grpc_calls as calls
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 def _chat_in_thread(target: str, results: list[object], text: str = "slow") -> threading.Thread:
     def run() -> None:

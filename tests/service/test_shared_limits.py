@@ -17,9 +17,9 @@ import pytest
 from tests.support import grpc_calls as calls
 from tests.support.servers import ServerProcess, free_port, start_server
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     shutil.which("redis-server") is None, reason="redis-server is not installed (make test installs it)"
-)
+)]
 
 KEYS = {"keys": [{"name": "limited", "key": "limited-key", "limits": {"chats": 3, "period_seconds": 3600}}]}
 

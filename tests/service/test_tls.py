@@ -11,6 +11,9 @@ import trustme
 from tests.support import grpc_calls as calls
 from tests.support.servers import start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def ca() -> trustme.CA:

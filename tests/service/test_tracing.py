@@ -202,6 +202,9 @@ from pathlib import Path
 from neuro_san.service.server import AgentServer, ServerConfig
 from neuro_san.client import AsyncAgentClient
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 async def main():
     server = AgentServer(ServerConfig.from_env())
     server.config.port = 0

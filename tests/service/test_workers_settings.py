@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.servers import ROOT, free_port
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(("setting", "said"), [
     ("AGENT_RATE_LIMIT_CHATS=abc", "limit 'chats' must be a number, not 'abc'"),

@@ -12,6 +12,9 @@ import pytest
 
 from bench.run import SCENARIOS
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -10,6 +10,7 @@ package is one row.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,7 @@ def _imported(module: str, path: Path, known: set[str]) -> set[str]:
     return targets
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """Module → the modules it imports (any module, ours or not)."""
     modules = _modules()

@@ -41,6 +41,9 @@ COMMAND_TIMEOUT = 30
 EVAL_ARITHMETIC = '''
 import ast as _ast
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 def eval_arithmetic(expression: str) -> float | int:
     tree = _ast.parse(expression, mode="eval")
@@ -77,9 +80,9 @@ def all_commands() -> list[str]:
 
 
 def starts_a_server(command: str) -> bool:
-    """``make run``, ``neuro-san serve`` (and ``make test``): checked, not run here."""
+    """``make run``, ``neuro-san serve`` (and ``make test``, ``make test-fast``): checked, not run here."""
     words = [w for w in shlex.split(command, comments=True) if not re.match(r"^[A-Z_]+=", w)]
-    return words[:2] in (["make", "run"], ["make", "test"], ["neuro-san", "serve"])
+    return words[:2] in (["make", "run"], ["make", "test"], ["make", "test-fast"], ["neuro-san", "serve"])
 
 
 def is_validate(command: str) -> bool:

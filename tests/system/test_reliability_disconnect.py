@@ -1,3 +1,4 @@
+
 """Disconnect storm: 500 chats over gRPC and HTTP, each abandoned at a random point.
 
 Every LLM request stalls (for a minute), so each chat is still running when its client
@@ -21,11 +22,15 @@ import random
 
 import aiohttp
 import grpc
+import pytest
 
 from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import ServerProcess, start_server
+
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 CAP = 64
 STORM = 500

@@ -23,6 +23,9 @@ from tests.support import load
 from tests.support.fake_thread import Rig, fake_backed_server
 from tests.support.servers import ServerProcess
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 MAX_ATTEMPTS = 3
 ATTEMPT_TIMEOUT = 1.0
 #: The mixed run's length; the issue asks for ~20 s, 8 s keeps the suite short and

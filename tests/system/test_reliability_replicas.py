@@ -26,6 +26,9 @@ from tests.support import load
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import ServerProcess, start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 KEY = "replicas-share-this-key-0123456789"
 CLIENTS = 12
 #: Chats named ``slow-…`` take this long at the LLM, so a kill finds some in flight.

@@ -1,3 +1,4 @@
+
 """Long calls on a real server: keep-alive progress during an LLM stall, and client
 deadlines that end the call and drop the LLM connection.
 """
@@ -10,12 +11,16 @@ import time
 
 import aiohttp
 import grpc
+import pytest
 from neuro_san.api.grpc import chat_pb2
 
 from tests.fakes.fake_llm import Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 KEEPALIVE = 0.3
 STALL = 1.6

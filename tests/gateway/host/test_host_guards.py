@@ -23,6 +23,9 @@ from gateway.invokers.interface import methods_of
 from gateway.transcoder.frontend import default_services, rest_frontend
 from tests.support.servers import ServerProcess, start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 DEADLINE_SECONDS = 1.0
 #: What any guarded answer may take beyond its deadline on a loaded 2-core machine.
 MARGIN_SECONDS = 5.0

@@ -21,7 +21,7 @@ from tests.gateway_http_support import Reply, assert_status, call, chat, wait_fo
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import INVOKERS, invoker_env, start_server
 
-pytestmark = pytest.mark.parametrize("invoker", INVOKERS)
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("invoker", INVOKERS)]
 
 
 def _chat_in_thread(port: int, results: list[Reply], text: str = "slow") -> threading.Thread:

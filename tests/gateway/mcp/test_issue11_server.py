@@ -1,3 +1,4 @@
+
 """Toolbox, middleware and refusals on a real ``neuro-san serve`` over HTTP, with the
 fake LLM over real HTTP: what the LLM receives and what the client gets."""
 
@@ -66,6 +67,9 @@ def test_pii_toolbox_and_refusals_on_a_served_network(tmp_path: Path) -> None:
 
 
 RECORDER = '''
+
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 from neuro_san.interfaces.coded_tool import CodedTool
 
 class Recorder(CodedTool):

@@ -16,6 +16,9 @@ import pytest
 from tests.support.mcp import mcp_server
 from tests.support.servers import ServerProcess
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
 INSPECTOR = "@modelcontextprotocol/inspector"
 #: npm's words for "cannot reach the registry" (offline machines skip, not fail).

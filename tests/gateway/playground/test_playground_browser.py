@@ -178,6 +178,9 @@ NAPPER = """
 import asyncio
 from neuro_san.interfaces.coded_tool import CodedTool
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 class Napper(CodedTool):
     async def async_invoke(self, args, sly_data):

@@ -13,6 +13,9 @@ import pytest
 
 from tests.support.servers import ServerProcess, start_server
 
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parents[2]
 SEED = HERE / "fixtures" / "gateway" / "agent-service.openapi.yaml"
 CHECKS = ",".join(
