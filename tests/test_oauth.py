@@ -381,6 +381,14 @@ def test_settings_that_cannot_work_are_refused_at_start(env: dict[str, str], exp
     assert expected in result.stdout + result.stderr, result.stderr[-2000:]
 
 
+def test_the_standalone_gateway_refuses_them_too() -> None:
+    command = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target", "127.0.0.1:9", "--port", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                            env={**_base_env(), "AGENT_OAUTH_ISSUER": "https://auth.example.com"})
+    assert result.returncode != 0
+    assert "AGENT_OAUTH_AUDIENCE is not" in result.stdout + result.stderr, result.stderr[-2000:]
+
+
 def _base_env() -> dict[str, str]:
     import os
 
