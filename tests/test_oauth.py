@@ -381,6 +381,20 @@ def test_settings_that_cannot_work_are_refused_at_start(env: dict[str, str], exp
     assert expected in result.stdout + result.stderr, result.stderr[-2000:]
 
 
+def test_an_unreachable_issuer_is_503_not_a_refused_token(tmp_path: Path) -> None:
+    """Tokens cannot be checked while the issuer's keys cannot be fetched: the server is
+    unavailable (retry), the caller's token is not declared bad."""
+    port = free_port()
+    env = {"AGENT_OAUTH_ISSUER": f"http://127.0.0.1:{free_port()}", "AGENT_OAUTH_AUDIENCE": f"http://127.0.0.1:{port}"}
+    token = f"{_segment({'alg': 'RS256', 'kid': 'k1'})}.{_segment({'sub': 'x'})}.c2ln"
+    with start_server(env=env, http=True, http_port=port) as server:
+        for _ in range(2):  # the second within the refetch pause too
+            connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+            connection.request("GET", "/api/v1/list", headers={"Authorization": f"Bearer {token}"})
+            assert connection.getresponse().status == 503
+            connection.close()
+
+
 def test_the_standalone_gateway_refuses_them_too() -> None:
     command = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target", "127.0.0.1:9", "--port", "0"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT,

@@ -45,6 +45,7 @@ JWKS_TTL_SECONDS = 3600.0
 MIN_REFRESH_SECONDS = 2.0
 _FETCH_TIMEOUT = 10.0
 _MAX_DOCUMENT_BYTES = 1 << 20
+_UNREACHABLE = "cannot validate access tokens now: the authorization server's keys cannot be fetched"
 #: Path of the MCP endpoint, whose path-suffixed resource is an accepted audience too.
 MCP_RESOURCE_PATH = "/mcp"
 
@@ -103,7 +104,8 @@ class JwtVerifier:
     def __init__(self, settings: OAuthSettings) -> None:
         self.settings = settings
         self._keys: dict[str, jwt.PyJWK] = {}
-        self._fetched_at = -1e9
+        self._fetched_at = -1e9  # the last fetch that worked (the cache's age)
+        self._attempted_at = -1e9  # the last fetch tried (the pace of fetching)
         self._jwks_uri: str | None = None
         self._lock = asyncio.Lock()
 
@@ -141,14 +143,16 @@ class JwtVerifier:
 
     async def _key(self, kid: str) -> jwt.PyJWK:
         """The issuer's key ``kid`` (a key set with one key and no ids: that key)."""
-        stale = time.monotonic() - self._fetched_at > JWKS_TTL_SECONDS
         found = self._pick(kid)
-        if found is None or stale:
+        if found is None or time.monotonic() - self._fetched_at > JWKS_TTL_SECONDS:
             async with self._lock:  # one fetch for the many calls that arrive together
-                since = time.monotonic() - self._fetched_at
-                if (self._pick(kid) is None and since >= MIN_REFRESH_SECONDS) or since > JWKS_TTL_SECONDS:
+                now = time.monotonic()
+                wanted = self._pick(kid) is None or now - self._fetched_at > JWKS_TTL_SECONDS
+                if wanted and now - self._attempted_at >= MIN_REFRESH_SECONDS:
                     await self._refresh()
             found = self._pick(kid)
+        if not self._keys:  # the issuer's keys could not be fetched yet: not the token's fault
+            raise UpstreamUnavailable(_UNREACHABLE)
         if found is None:
             raise InvalidToken("the access token is signed with a key the issuer does not publish")
         return found
@@ -159,6 +163,7 @@ class JwtVerifier:
         return next(iter(self._keys.values())) if len(self._keys) == 1 else None
 
     async def _refresh(self) -> None:
+        self._attempted_at = time.monotonic()
         try:
             if self._jwks_uri is None:
                 self._jwks_uri = await asyncio.to_thread(_discover_jwks_uri, self.settings.issuer)
@@ -166,10 +171,7 @@ class JwtVerifier:
             keys = jwt.PyJWKSet.from_dict(document).keys
         except (OSError, ValueError, jwt.PyJWTError) as error:
             log.warning("cannot fetch the signing keys of %s: %s", self.settings.issuer, error)
-            if not self._keys:
-                raise UpstreamUnavailable("cannot validate access tokens now: the authorization server's keys "
-                                          "cannot be fetched") from None
-            return  # keep the keys we have
+            return  # keep the keys we have (none: the caller says the issuer is unreachable)
         self._keys = {key.key_id or f"#{n}": key for n, key in enumerate(keys)}
         self._fetched_at = time.monotonic()
         log.info("fetched %d signing key(s) of %s", len(self._keys), self.settings.issuer)
