@@ -146,9 +146,10 @@ def finish(request: ModernRequest, result: dict[str, Any], headers: Mapping[str,
 
 
 def cache_scope(method: str, headers: Mapping[str, str]) -> str:
-    """``public`` for what every caller gets alike, ``private`` for a listing answered
-    to a credential (with API keys or OAuth, the tools depend on who asks)."""
-    if method == "server/discover":
+    """``public`` for what every caller gets alike (discovery, the empty prompt and
+    resource lists), ``private`` for a tool list answered to a credential (with API keys
+    or OAuth, the tools depend on who asks)."""
+    if method != "tools/list":
         return "public"
     lowered = {name.lower() for name in headers}
     return "private" if any(name in lowered for name in _CREDENTIAL_HEADERS) else "public"
