@@ -369,7 +369,8 @@ def test_a_key_rotation_is_followed_and_the_rotated_away_key_refused(rig: Rig) -
         ({"AGENT_OAUTH_ISSUER": "http://auth.example.com", "AGENT_OAUTH_AUDIENCE": "https://a.example"},
          "AGENT_OAUTH_ISSUER must be an https URL"),
         ({"AGENT_OAUTH_AUDIENCE": "https://a.example"}, "AGENT_OAUTH_ISSUER is not"),
-        ({"AGENT_FORWARDED_REQUEST_METADATA": "request_id Authorization"}, "never forwarded"),
+        ({"AGENT_FORWARDED_REQUEST_METADATA": "request_id Authorization", "AGENT_OAUTH_ISSUER": "https://a.example",
+          "AGENT_OAUTH_AUDIENCE": "https://b.example"}, "never forwarded"),
     ],
     ids=["no-audience", "plain-http-issuer", "audience-without-issuer", "forwarding-credentials"],
 )

@@ -65,17 +65,16 @@ def _env_path(name: str) -> Path | None:
     return Path(value) if value else None
 
 
-#: Request metadata that carries credentials: never forwarded to LLMs, tools or external agents.
-_CREDENTIAL_METADATA = frozenset({"authorization", "x-api-key"})
-
-
-def _forwarded(value: str) -> tuple[str, ...]:
+def _forwarded(value: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """``AGENT_FORWARDED_REQUEST_METADATA``. With OAuth on, ``authorization`` carries access
+    tokens issued for this server alone: passing them on to tools or external agents is the
+    token passthrough MCP forbids, so naming it is refused (with API keys only, an operator
+    may forward it to coded tools, as neuro-san does)."""
     names = tuple(value.replace(",", " ").split())
-    leaking = sorted(_CREDENTIAL_METADATA & {name.lower() for name in names})
-    if leaking:
+    if env.get("AGENT_OAUTH_ISSUER", "").strip() and "authorization" in {name.lower() for name in names}:
         raise ConfigurationError(
-            f"AGENT_FORWARDED_REQUEST_METADATA names {leaking}: a caller's API key or OAuth access token is "
-            "never forwarded to LLMs, tools or external agents"
+            "AGENT_FORWARDED_REQUEST_METADATA names authorization while AGENT_OAUTH_ISSUER is set: OAuth "
+            "access tokens are for this server only and are never forwarded to tools or external agents"
         )
     return names
 
@@ -140,7 +139,7 @@ class ServerConfig:
             server_name=env.get("AGENT_SERVER_NAME", "neuro-san.Agent") or "neuro-san.Agent",
             manifest_paths=manifest_paths_from_env(env.get("AGENT_MANIFEST_FILE")),
             tool_paths=tool_paths,
-            forwarded_metadata=_forwarded(forwarded),
+            forwarded_metadata=_forwarded(forwarded, env),
             keepalive_seconds=_env_float("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", 0.0),
             manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
             max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
