@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuro_san.cli.serve_settings import config_from_args
+
 log = logging.getLogger("neuro_san.serve")
 
 READY_FD_ENV = "AGENT_WORKER_READY_FD"
@@ -170,10 +172,6 @@ def _await_ready(worker: _Worker, read_end: int) -> None:
 
 
 def _ports(args: argparse.Namespace) -> tuple[str, int, int]:
-    # A circle with serve.py (which imports this module): it goes when config_from_args
-    # moves out of serve.py (tests/test_import_graph.py KNOWN_CIRCLES).
-    from neuro_san.cli.serve import config_from_args
-
     config = config_from_args(args)
     http_port = args.http_port
     if http_port is None:

@@ -16,16 +16,27 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: Top-level packages whose modules are graphed: name → folder.
-ROOTS: dict[str, Path] = {"neuro_san": REPO / "neuro_san"}
+ROOTS: dict[str, Path] = {"neuro_san": REPO / "neuro_san", "gateway": REPO / "gateway"}
 
 CORE = "neuro_san.core"
 #: Proto <-> core conversion, below both the service and the client library.
 WIRE = "neuro_san.wire"
 BELOW_SERVICE = ("neuro_san.network", "neuro_san.llm", "neuro_san.runtime", "neuro_san.middleware", "neuro_san.toolbox")
 ABOVE_SERVICE = ("neuro_san.client", "neuro_san.cli", "gateway")
-HTTP_PORT = ("gateway", "mcp_frontend", "a2a_frontend", "playground")
+HTTP_PORT = ("gateway",)
+#: The rooms of the HTTP port (docs/architecture.md).
+HOST = "gateway.host"
+TRANSCODER = "gateway.transcoder"
+INVOKERS = "gateway.invokers"
+FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.playground")
+COMPOSITION = ("gateway.composition", "gateway.cli")
+#: What of the transcoder a protocol front-end may use: its JSON ⇄ proto codec only.
+TRANSCODER_INSIDES = tuple(f"{TRANSCODER}.{name}" for name in ("frontend", "routes", "binder", "forward", "openapi"))
+INVOKER_IMPLEMENTATIONS = tuple(f"{INVOKERS}.{name}" for name in ("channel", "inprocess", "local_call"))
+#: The server's insides: the HTTP port reaches agents only through an invoker.
+SERVER_INSIDES = (WIRE, *BELOW_SERVICE, "neuro_san.service", "neuro_san.client", "neuro_san.cli")
 
 
 @dataclass(frozen=True)
@@ -63,14 +74,27 @@ FORBIDDEN: tuple[Rule, ...] = (
         "only the command line composes the HTTP port with the server",
         unless=("neuro_san.cli",),
     ),
+    Rule(
+        ("gateway",),
+        SERVER_INSIDES,
+        "the HTTP port reaches agents only through an invoker: it knows the core and the API of the server",
+    ),
+    Rule((HOST,), (TRANSCODER, *FRONT_ENDS, *COMPOSITION),
+         "the host imports no front-end: the composition root lists them"),
+    Rule((INVOKERS,), (HOST, TRANSCODER, *FRONT_ENDS, *COMPOSITION), "the invokers know only the service's API"),
+    Rule((TRANSCODER,), (*FRONT_ENDS, *COMPOSITION, *INVOKER_IMPLEMENTATIONS),
+         "the transcoder knows only descriptors and an invoker"),
+    *(
+        Rule((room,), (*(other for other in FRONT_ENDS if other != room), *COMPOSITION, *INVOKER_IMPLEMENTATIONS,
+                       *TRANSCODER_INSIDES),
+             "a front-end reaches agents only through the invoker seam and knows no other room")
+        for room in FRONT_ENDS
+    ),
 )
 
 
-#: Circles known and owned elsewhere, each to be removed with its fix. cli/serve.py and
-#: cli/workers.py import each other in functions (workers reads serve's config_from_args);
-#: the fix (config_from_args in a module of its own) touches serve.py, which the HTTP-port
-#: move of issue 22 owns.
-KNOWN_CIRCLES: tuple[frozenset[str], ...] = (frozenset({"neuro_san.cli.serve", "neuro_san.cli.workers"}),)
+#: Circles known and owned elsewhere, each to be removed with its fix (none today).
+KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
 
 
 def _under(module: str, prefixes: tuple[str, ...]) -> bool:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.servers import ServerProcess, start_server
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[2]
 SEED = HERE / "fixtures" / "gateway" / "agent-service.openapi.yaml"
 CHECKS = ",".join(
     [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-RUNTIME = Path(__file__).resolve().parents[1] / "neuro_san" / "runtime"
+RUNTIME = Path(__file__).resolve().parents[2] / "neuro_san" / "runtime"
 PREFIX = "neuro_san.runtime."
 
 

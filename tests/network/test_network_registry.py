@@ -17,7 +17,7 @@ from neuro_san.network.registry import (
 )
 from neuro_san.network.validate import main_validate
 
-FIXTURES = Path(__file__).parent / "fixtures" / "networks"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "networks"
 
 
 def _network_text(front: str = "front", instructions: str = "Hi.", tools: str = "") -> str:

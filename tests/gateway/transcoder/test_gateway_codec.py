@@ -19,7 +19,7 @@ from gateway.transcoder.marshal import MessageCodec, whole_numbers_to_int
 from gateway.transcoder.openapi import build_document
 from gateway.transcoder.routes import Route, routes_from_services
 
-SEED = Path(__file__).parent / "fixtures" / "gateway" / "agent-service.openapi.yaml"
+SEED = Path(__file__).resolve().parents[2] / "fixtures" / "gateway" / "agent-service.openapi.yaml"
 ROUTES = {r.method.name: r for r in routes_from_services(default_services())}
 
 

@@ -13,7 +13,7 @@ import pytest
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.network.loader import NetworkLoadError, load_network
 
-FIXTURES = Path(__file__).parent / "fixtures" / "networks"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "networks"
 
 
 def _network(**front_extra: Any) -> dict[str, Any]:
@@ -365,7 +365,7 @@ def test_messages_flag_accepts_refs_and_empty_values(tmp_path: Path) -> None:
 def test_unknown_keys_are_accepted(tmp_path: Path) -> None:
     # Keys that change nothing observable (verbose: server-side logging) or that neuro-san
     # does not know either are accepted; the ones that change behaviour are implemented or
-    # refused (tests/test_upstream_keys.py, tests/test_middleware.py).
+    # refused (tests/system/test_upstream_keys.py, tests/runtime/test_middleware.py).
     document = _network(verbose="extra")
     document["my_own_note"] = "kept"
     spec = load_network(_write(tmp_path, document), "net")

@@ -14,7 +14,7 @@ from tests.support import grpc_calls as calls
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
 
-FIXTURES = Path(__file__).parent / "fixtures" / "neuro_san_style"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "neuro_san_style"
 
 
 @pytest.fixture()

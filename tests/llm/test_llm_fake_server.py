@@ -12,7 +12,7 @@ from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, ToolSpec
 from tests.fakes.fake_llm import FakeLlmServer, Reply, echo_rule, run_with_fake_llm, tool_then_answer_rule
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LOOKUP = ToolSpec("lookup", "Look it up", {"type": "object", "properties": {"q": {"type": "string"}}})
 
 

@@ -17,7 +17,7 @@ from neuro_san.network.validate import main_validate
 from neuro_san.runtime.mcp_servers_info import McpServersInfo
 from neuro_san.runtime.tool_binding import _written_order
 
-FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mcp"
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Other MCP clients against our ``/mcp``: the MCP Inspector's CLI (from npm, at test
 time; skipped when npm cannot fetch it) and neuro-san 0.7.15's own ``agent_cli --mcp``
-(opt-in: set NEURO_SAN_UPSTREAM_PYTHON, as for tests/test_upstream_client.py)."""
+(opt-in: set NEURO_SAN_UPSTREAM_PYTHON, as for tests/client/test_upstream_client.py)."""
 
 from __future__ import annotations
 

@@ -82,7 +82,7 @@ def scenario_in_this_process() -> None:
 
 def test_a_frontend_is_routed_calls_through_the_invoker_and_is_closed() -> None:
     env = {**os.environ, "AGENT_MANIFEST_FILE": str(BUNDLED_MANIFEST), "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "tests.test_gateway_frontends"]
+    command = [sys.executable, "-m", "tests.gateway.host.test_gateway_frontends"]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "FRONTEND-OK" in result.stdout

@@ -1,6 +1,6 @@
 """The MAXIMAL stream's shapes, as neuro-san 0.7.15 sends them, guarded without neuro-san:
 our real server, over HTTP, on the parity networks (tests/fixtures/parity) with the
-scripted fake LLM. tests/test_stream_parity.py compares the same chats with a live
+scripted fake LLM. tests/system/test_stream_parity.py compares the same chats with a live
 neuro-san; this module pins each shape so CI catches a regression."""
 
 from __future__ import annotations

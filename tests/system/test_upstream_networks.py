@@ -2,11 +2,11 @@
 on our server, and ``list``, ``function`` and ``connectivity`` answer exactly as a live
 neuro-san 0.7.15 serving the same files does.
 
-Opt-in, like tests/test_upstream_client.py: it needs a python with neuro-san 0.7.15
+Opt-in, like tests/client/test_upstream_client.py: it needs a python with neuro-san 0.7.15
 installed, named by ``NEURO_SAN_UPSTREAM_PYTHON``; it reads the networks from that
 installation (nothing of upstream's is copied into this repository)::
 
-    NEURO_SAN_UPSTREAM_PYTHON=/tmp/ns07/bin/python .venv/bin/python -m pytest tests/test_upstream_networks.py
+    NEURO_SAN_UPSTREAM_PYTHON=/tmp/ns07/bin/python .venv/bin/python -m pytest tests/system/test_upstream_networks.py
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def test_bad_references_are_configuration_errors() -> None:
 
 def test_cancelling_the_caller_cancels_the_remote_call(tmp_path: Path) -> None:
     """The front server's client goes away: the remote sleeper stops, on the back server."""
-    from tests.test_client_library import write_slow_networks
+    from tests.client.test_client_library import write_slow_networks
 
     manifest, tools, marks = write_slow_networks(tmp_path / "back")
     env = {"SLEEPER_MARKS": str(marks)}

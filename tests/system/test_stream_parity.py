@@ -3,7 +3,7 @@ networks (tests/fixtures/parity), with the same scripted fake LLM over real HTTP
 (tests/support/parity_llm.py), against a live neuro-san and against our server.
 
 Opt-in: it needs a Python with neuro-san 0.7.15 installed, named by
-``NEURO_SAN_UPSTREAM_PYTHON`` (see tests/test_upstream_client.py). The streams are
+``NEURO_SAN_UPSTREAM_PYTHON`` (see tests/client/test_upstream_client.py). The streams are
 compared after normalising ids, timings and token counts and the deviations that
 docs/compatibility.md lists (tests/support/parity.py says exactly what).
 """

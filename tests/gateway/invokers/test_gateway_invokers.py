@@ -3,7 +3,7 @@
 The in-process invoker (the default) calls the service layer directly; the gRPC one
 (``AGENT_GATEWAY_INVOKER=grpc``) goes through a channel to the same process. Admission,
 draining, request ids, authentication, metrics and the message size limit must not tell
-them apart. (tests/test_gateway_http.py runs all its routes, headers, deadlines, errors
+them apart. (tests/gateway/transcoder/test_gateway_http.py runs all its routes, headers, deadlines, errors
 and cancellation against both too.)
 """
 

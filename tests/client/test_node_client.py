@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.servers import ServerProcess
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 
 def _installed() -> Path:

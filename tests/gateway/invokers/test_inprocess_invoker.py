@@ -2,8 +2,8 @@
 
 Real ``grpc`` method handlers (as the service layer registers them) run through the real
 invoker; no gRPC server is made, so nothing here needs a child process. The whole
-gateway is checked end to end under both invokers in tests/test_gateway_http.py and
-tests/test_gateway_invokers.py.
+gateway is checked end to end under both invokers in tests/gateway/transcoder/test_gateway_http.py and
+tests/gateway/invokers/test_gateway_invokers.py.
 """
 
 from __future__ import annotations
