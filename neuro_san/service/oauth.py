@@ -17,20 +17,18 @@ path-suffixed resource metadata (RFC 9728 §3.1), that URL followed by ``/mcp``.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import time
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import jwt
 
 from neuro_san.core.access import TokenClaims
-from neuro_san.core.errors import ConfigurationError, InvalidToken, UpstreamUnavailable
+from neuro_san.core.errors import InvalidToken, UpstreamUnavailable
+from neuro_san.core.oauth_settings import OAuthSettings, metadata_urls
 
 log = logging.getLogger(__name__)
 
@@ -46,58 +44,6 @@ MIN_REFRESH_SECONDS = 2.0
 _FETCH_TIMEOUT = 10.0
 _MAX_DOCUMENT_BYTES = 1 << 20
 _UNREACHABLE = "cannot validate access tokens now: the authorization server's keys cannot be fetched"
-#: Path of the MCP endpoint, whose path-suffixed resource is an accepted audience too.
-MCP_RESOURCE_PATH = "/mcp"
-
-
-@dataclass(frozen=True, slots=True)
-class OAuthSettings:
-    issuer: str
-    audience: str
-
-    @property
-    def audiences(self) -> tuple[str, ...]:
-        return (self.audience, self.audience.rstrip("/") + MCP_RESOURCE_PATH)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> OAuthSettings | None:
-        """None without ``AGENT_OAUTH_ISSUER``; raises ConfigurationError for what cannot work."""
-        issuer = env.get("AGENT_OAUTH_ISSUER", "").strip()
-        audience = env.get("AGENT_OAUTH_AUDIENCE", "").strip()
-        if not issuer:
-            if audience:
-                raise ConfigurationError("AGENT_OAUTH_AUDIENCE is set but AGENT_OAUTH_ISSUER is not: without an "
-                                         "issuer no access token can be validated")
-            return None
-        _require_url("AGENT_OAUTH_ISSUER", issuer)
-        if not audience:
-            raise ConfigurationError(
-                "AGENT_OAUTH_ISSUER is set but AGENT_OAUTH_AUDIENCE is not: set it to this server's public URL "
-                "(e.g. https://agents.example.com), the resource its tokens are issued for; the server cannot "
-                "know that URL itself behind proxies and TLS termination"
-            )
-        _require_url("AGENT_OAUTH_AUDIENCE", audience)
-        return cls(issuer, audience.rstrip("/"))
-
-
-def _require_url(name: str, value: str) -> None:
-    parts = urlsplit(value)
-    if parts.scheme == "https" and parts.hostname:
-        return
-    if parts.scheme == "http" and parts.hostname and _loopback(parts.hostname):
-        return  # a local test or development set-up; anything else must be https (OAuth 2.1)
-    raise ConfigurationError(f"{name} must be an https URL (http only on loopback), got {value!r}")
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class JwtVerifier:
     """Validates access tokens of one issuer for this server's audiences."""
 
@@ -186,16 +132,6 @@ def _scopes(claims: Mapping[str, Any]) -> tuple[str, ...]:
     if isinstance(scp, list):
         return tuple(str(s) for s in scp)
     return ()
-
-
-def metadata_urls(issuer: str) -> list[str]:
-    """Where the issuer's metadata may be: RFC 8414 (well-known before the path), then
-    OpenID Connect discovery (appended), as MCP clients look for it."""
-    parts = urlsplit(issuer)
-    base = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
-    return [f"{base}/.well-known/oauth-authorization-server{path}",
-            f"{base}/.well-known/openid-configuration{path}", f"{issuer.rstrip('/')}/.well-known/openid-configuration"]
 
 
 def issuer_metadata(issuer: str) -> tuple[str, dict[str, Any]]:

@@ -23,6 +23,7 @@ from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.env_settings import env_number
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.core.oauth_settings import OAuthSettings
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
 from neuro_san.core.token_budgets import TokenLedger
@@ -43,7 +44,7 @@ from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PrometheusTelemetry
-from neuro_san.service.oauth import JwtVerifier, OAuthSettings
+from neuro_san.service.oauth import JwtVerifier
 
 log = logging.getLogger(__name__)
 
