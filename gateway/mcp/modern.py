@@ -70,6 +70,16 @@ def is_modern(version_header: str | None) -> bool:
     return version_header is not None and version_header.strip() in MODERN_VERSIONS
 
 
+def carries_modern_meta(body: Any) -> bool:
+    """Whether a body declares a modern revision in its ``_meta`` (the revision: "a request
+    carrying modern per-request ``_meta`` is served statelessly"), whatever its headers say:
+    a body without the ``MCP-Protocol-Version`` header is then refused as a header mismatch,
+    not served as the handshake era."""
+    params = body.get("params") if isinstance(body, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get(mcp_types.PROTOCOL_VERSION_META_KEY) in MODERN_VERSIONS
+
+
 @dataclass(frozen=True, slots=True)
 class ModernRequest:
     """A modern request that passed every check: what the dispatcher gets."""
