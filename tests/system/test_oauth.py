@@ -279,6 +279,38 @@ def test_the_token_never_reaches_the_llm(rig: Rig) -> None:
             assert token not in seen and signature not in seen
 
 
+def test_the_standalone_gateway_publishes_the_metadata_and_the_service_checks_the_tokens(rig: Rig) -> None:
+    """``neuro-san gateway`` in front of a gRPC-only server, both with the same settings: the
+    HTTP pieces come from the gateway, the validation from the service behind it."""
+    port = free_port()
+    audience = f"http://127.0.0.1:{port}"
+    env = {"AGENT_OAUTH_ISSUER": rig.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
+    with start_server(env=env) as backend:
+        command = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target", backend.grpc_target,
+                   "--port", str(port)]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+                                   env={**_base_env(), **env})
+        try:
+            gateway = Rig(rig.authority, ServerProcess(process, 0, port), audience)
+            assert load.wait_until(lambda: _answers(gateway), within=20)
+            status, _, document = fetch(gateway, "GET", "/.well-known/oauth-protected-resource/mcp")
+            assert status == 200 and document["resource"] == audience + "/mcp"
+            status, headers, _ = call_math(gateway, "a.b.c")
+            assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+            status, _, reply = call_math(gateway, rig.authority.token(audience))
+            assert status == 200 and reply["result"]["content"][0]["text"] == "The answer is 42.", reply
+        finally:
+            process.terminate()
+            process.wait(15)
+
+
+def _answers(rig: Rig) -> bool:
+    try:
+        return fetch(rig, "GET", "/healthz")[0] == 200
+    except OSError:
+        return False
+
+
 # -- the SDK's own OAuth client ----------------------------------------------------------------
 
 
