@@ -1,7 +1,7 @@
 """The HTTP side of OAuth (MCP authorization): what only an HTTP server can say.
 
 Tokens are validated in the service layer, for every transport (see
-:mod:`neuro_san.auth.oauth`). Here, with ``AGENT_OAUTH_ISSUER`` set:
+:mod:`neuro_san.service.oauth`). Here, with ``AGENT_OAUTH_ISSUER`` set:
 
 - the Protected Resource Metadata (RFC 9728) at ``/.well-known/oauth-protected-resource``
   (this server, audience ``AGENT_OAUTH_AUDIENCE``) and at
@@ -18,7 +18,6 @@ tokens) and nothing else changes.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -26,12 +25,13 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 
 from gateway.host.errors import RpcFailure
 from gateway.host.frontends import FrontEndContext, FrontEndFactory, FrontEndRoute
-from neuro_san.auth.oauth import MCP_RESOURCE_PATH, OAuthSettings, issuer_metadata
 from neuro_san.core.access import DEFAULT_SCOPE
+from neuro_san.core.oauth_settings import MCP_RESOURCE_PATH, OAuthSettings, metadata_urls
 
 log = logging.getLogger(__name__)
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -51,20 +51,32 @@ def oauth_settings() -> OAuthSettings | None:
 
 
 _issuer_documents: dict[str, tuple[str, dict[str, Any]]] = {}
+_FETCH_TIMEOUT = aiohttp.ClientTimeout(total=10)
+_MAX_DOCUMENT_BYTES = 1 << 20
 
 
 async def authorization_server(settings: OAuthSettings) -> tuple[str, dict[str, Any]] | None:
-    """(metadata URL, metadata) of the issuer, fetched once (for the A2A cards' OAuth2
-    scheme); None while it cannot be fetched (asked again next time)."""
+    """(metadata URL, metadata) of the issuer (RFC 8414, else OpenID discovery), fetched
+    once, for the A2A cards' OAuth2 scheme; None while it cannot be fetched (asked again
+    next time). The service finds the issuer's keys on its own (the HTTP port knows nothing
+    of the server's insides)."""
     known = _issuer_documents.get(settings.issuer)
-    if known is None:
-        try:
-            known = await asyncio.to_thread(issuer_metadata, settings.issuer)
-        except (OSError, ValueError) as error:
-            log.warning("cannot fetch the metadata of %s: %s", settings.issuer, error)
-            return None
-        _issuer_documents[settings.issuer] = known
-    return known
+    if known is not None:
+        return known
+    async with aiohttp.ClientSession(timeout=_FETCH_TIMEOUT) as session:
+        for url in dict.fromkeys(metadata_urls(settings.issuer)):
+            try:
+                async with session.get(url, headers={"Accept": "application/json"}) as response:
+                    if response.status != 200:
+                        continue
+                    document = json.loads(await response.content.read(_MAX_DOCUMENT_BYTES))
+            except (TimeoutError, aiohttp.ClientError, ValueError) as error:
+                log.warning("cannot fetch the metadata of %s at %s: %s", settings.issuer, url, error)
+                continue
+            if isinstance(document, dict) and document.get("issuer") == settings.issuer:  # RFC 8414 §3.3
+                _issuer_documents[settings.issuer] = (url, document)
+                return url, document
+    return None
 
 
 def resource_for(settings: OAuthSettings, path: str = "") -> str:

@@ -33,7 +33,7 @@ from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps
 from gateway.mcp.calls import ToolCaller
 from gateway.mcp.dispatch import Call, Dispatcher
-from gateway.mcp.modern import admit, finish, is_modern, unsupported_version
+from gateway.mcp.modern import admit, carries_modern_meta, finish, is_modern, unsupported_version
 from gateway.mcp.modern import http_status as modern_status
 from gateway.mcp.origin import origin_allowed
 from gateway.mcp.protocol import (
@@ -146,7 +146,7 @@ class McpFrontEnd:
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The front-end names the network itself (as the REST routes' own variables win).
         metadata = [item for item in self._context.metadata(request, private_named_only=True) if item[0] not in _OURS]
-        if modern:
+        if modern or (VERSION_HEADER not in request.headers and carries_modern_meta(body)):
             return await self._modern(request, body, accept, metadata)
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)

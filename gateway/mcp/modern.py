@@ -70,6 +70,16 @@ def is_modern(version_header: str | None) -> bool:
     return version_header is not None and version_header.strip() in MODERN_VERSIONS
 
 
+def carries_modern_meta(body: Any) -> bool:
+    """Whether a body declares a modern revision in its ``_meta`` (the revision: "a request
+    carrying modern per-request ``_meta`` is served statelessly"), whatever its headers say:
+    a body without the ``MCP-Protocol-Version`` header is then refused as a header mismatch,
+    not served as the handshake era."""
+    params = body.get("params") if isinstance(body, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get(mcp_types.PROTOCOL_VERSION_META_KEY) in MODERN_VERSIONS
+
+
 @dataclass(frozen=True, slots=True)
 class ModernRequest:
     """A modern request that passed every check: what the dispatcher gets."""
@@ -146,9 +156,10 @@ def finish(request: ModernRequest, result: dict[str, Any], headers: Mapping[str,
 
 
 def cache_scope(method: str, headers: Mapping[str, str]) -> str:
-    """``public`` for what every caller gets alike, ``private`` for a listing answered
-    to a credential (with API keys or OAuth, the tools depend on who asks)."""
-    if method == "server/discover":
+    """``public`` for what every caller gets alike (discovery, the empty prompt and
+    resource lists), ``private`` for a tool list answered to a credential (with API keys
+    or OAuth, the tools depend on who asks)."""
+    if method != "tools/list":
         return "public"
     lowered = {name.lower() for name in headers}
     return "private" if any(name in lowered for name in _CREDENTIAL_HEADERS) else "public"

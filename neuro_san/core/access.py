@@ -19,7 +19,7 @@ or from ``AGENT_API_KEYS`` (``key1,key2``: each may call every public network).
 Keys are compared as SHA-256 digests with ``hmac.compare_digest`` against every
 configured key, so timing reveals neither a key nor which one matched.
 
-OAuth 2.1 access tokens (``AGENT_OAUTH_ISSUER``, see :mod:`neuro_san.auth.oauth`) come
+OAuth 2.1 access tokens (``AGENT_OAUTH_ISSUER``, see :mod:`neuro_san.service.oauth`) come
 in the same ``authorization: Bearer`` and obey the same rule: a token's scopes
 ``agent:<pattern>`` are its ``agents`` patterns (``agent:*`` the public networks,
 ``agent:deep/*`` also the private ``deep/…`` ones), so :meth:`Principal.may_call` decides
@@ -89,7 +89,7 @@ class TokenClaims:
 
 
 class TokenVerifier(Protocol):
-    """Validates an OAuth access token (:class:`neuro_san.auth.oauth.JwtVerifier`)."""
+    """Validates an OAuth access token (:class:`neuro_san.service.oauth.JwtVerifier`)."""
 
     def looks_like_token(self, credential: str) -> bool:
         """Whether ``credential`` is worth validating as a token (a JWT's shape)."""

@@ -20,10 +20,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
-from neuro_san.auth.oauth import JwtVerifier, OAuthSettings
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.env_settings import env_number
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.core.oauth_settings import OAuthSettings
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
 from neuro_san.core.telemetry import Telemetry
 from neuro_san.core.token_budgets import TokenLedger
@@ -44,6 +44,7 @@ from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PrometheusTelemetry
+from neuro_san.service.oauth import JwtVerifier
 
 log = logging.getLogger(__name__)
 
@@ -65,17 +66,16 @@ def _env_path(name: str) -> Path | None:
     return Path(value) if value else None
 
 
-#: Request metadata that carries credentials: never forwarded to LLMs, tools or external agents.
-_CREDENTIAL_METADATA = frozenset({"authorization", "x-api-key"})
-
-
-def _forwarded(value: str) -> tuple[str, ...]:
+def _forwarded(value: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """``AGENT_FORWARDED_REQUEST_METADATA``. With OAuth on, ``authorization`` carries access
+    tokens issued for this server alone: passing them on to tools or external agents is the
+    token passthrough MCP forbids, so naming it is refused (with API keys only, an operator
+    may forward it to coded tools, as neuro-san does)."""
     names = tuple(value.replace(",", " ").split())
-    leaking = sorted(_CREDENTIAL_METADATA & {name.lower() for name in names})
-    if leaking:
+    if env.get("AGENT_OAUTH_ISSUER", "").strip() and "authorization" in {name.lower() for name in names}:
         raise ConfigurationError(
-            f"AGENT_FORWARDED_REQUEST_METADATA names {leaking}: a caller's API key or OAuth access token is "
-            "never forwarded to LLMs, tools or external agents"
+            "AGENT_FORWARDED_REQUEST_METADATA names authorization while AGENT_OAUTH_ISSUER is set: OAuth "
+            "access tokens are for this server only and are never forwarded to tools or external agents"
         )
     return names
 
@@ -115,8 +115,7 @@ class ServerConfig:
     rate_limits: CallerLimits = field(default_factory=CallerLimits)
     #: LLM tokens per request when a network sets no max_tokens_per_request (0: none).
     max_tokens_per_request: int = 0
-    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL, else the
-    #: shared front-end state's AGENT_REDIS_URL: one Redis for all shared state by default).
+    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL).
     limits_redis_url: str = ""
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
@@ -141,7 +140,7 @@ class ServerConfig:
             server_name=env.get("AGENT_SERVER_NAME", "neuro-san.Agent") or "neuro-san.Agent",
             manifest_paths=manifest_paths_from_env(env.get("AGENT_MANIFEST_FILE")),
             tool_paths=tool_paths,
-            forwarded_metadata=_forwarded(forwarded),
+            forwarded_metadata=_forwarded(forwarded, env),
             keepalive_seconds=_env_float("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", 0.0),
             manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
             max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
@@ -154,7 +153,7 @@ class ServerConfig:
             connection_limits=GrpcConnectionLimits.from_env(env),
             rate_limits=CallerLimits.from_env(env),
             max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
-            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip() or env.get("AGENT_REDIS_URL", "").strip(),
+            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip(),
         )
 
 
@@ -265,20 +264,10 @@ class AgentServer:
                 self.config.host,
             )
         names = sorted(self.registry.networks())
-        if names:
-            log.info(
-                "gRPC listening on %s:%d serving %d networks: %s",
-                self.config.host, self.port, len(names), ", ".join(names),
-            )
-        else:
-            # A server up with nothing to serve is almost always a manifest problem (a path,
-            # an include, the working directory): say so where the operator looks.
-            problems = len(self.registry.errors)
-            log.error(
-                "gRPC listening on %s:%d serving NO agent networks (%d load errors logged above; "
-                "check AGENT_MANIFEST_FILE and the directory the server was started in)",
-                self.config.host, self.port, problems,
-            )
+        log.info(
+            "gRPC listening on %s:%d serving %d networks: %s",
+            self.config.host, self.port, len(names), ", ".join(names),
+        )
         return self.port
 
     async def stop(self, grace: float = 5.0, drain_local: Callable[[float], Awaitable[None]] | None = None) -> None:

@@ -63,8 +63,6 @@ FORBIDDEN: tuple[Rule, ...] = (
         "the wire conversion knows only the core and the generated API",
     ),
     Rule(BELOW_SERVICE, ("neuro_san.service", *ABOVE_SERVICE), "networks, LLMs and the runtime know no transport"),
-    Rule(("neuro_san.auth",), (WIRE, *BELOW_SERVICE, "neuro_san.service", *ABOVE_SERVICE),
-         "token validation knows only the core: the service and the HTTP port both use it"),
     Rule(("neuro_san.service",), ABOVE_SERVICE, "the gRPC service knows neither its clients nor the HTTP port"),
     Rule(
         ("neuro_san.client",),

@@ -1,98 +1,45 @@
-"""OAuth 2.1 end to end: a real authorization server (the certified ``oidc-provider``, on
-loopback) issues JWT access tokens; ``neuro-san serve`` (API keys on too) validates them on
-MCP, REST, gRPC and A2A, publishes its RFC 9728 metadata, challenges with
-``WWW-Authenticate``, follows a key rotation; the official MCP SDK client's own OAuth
-support completes its flow against both and calls a tool."""
+"""OAuth 2.1 end to end, the tokens: a real authorization server (the certified
+``oidc-provider``, on loopback) issues JWT access tokens; ``neuro-san serve`` (API keys on
+too) publishes its RFC 9728 metadata, challenges with ``WWW-Authenticate``, accepts good
+tokens on MCP, REST, gRPC and A2A, refuses the others, and follows a key rotation. The
+hosts' side (the SDK's OAuth client, the A2A cards, the standalone gateway, settings):
+``test_oauth_hosts.py``."""
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import http.client
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import grpc
-import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp import Client
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 
 from tests.support import load
-from tests.support.fake_thread import FakeInThread, override_env
-from tests.support.mcp import USER_KEY, mcp_server
-from tests.support.oauth import SHORT_LIVED, SHORT_TTL, AuthorizationServer, signing_key, unavailable
-from tests.support.servers import ROOT, ServerProcess, free_port, start_server
+from tests.support.mcp import USER_KEY
+from tests.support.oauth import (
+    SHORT_LIVED,
+    SHORT_TTL,
+    Rig,
+    call_math,
+    fetch,
+    mcp,
+    oauth_rig,
+    segment,
+    signing_key,
+    unavailable,
+)
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
-
-MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
-
-
-class Rig:
-    def __init__(self, authority: AuthorizationServer, server: ServerProcess, audience: str) -> None:
-        self.authority = authority
-        self.server = server
-        self.audience = audience
-
-    def token(self, scope: str = "agent:*", resource: str | None = None, **kwargs: Any) -> str:
-        return self.authority.token(self.audience if resource is None else resource, scope, **kwargs)
 
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    authority = AuthorizationServer()
-    authority.start([signing_key("k1")])
-    port = free_port()
-    audience = f"http://127.0.0.1:{port}"
-    env = {"AGENT_OAUTH_ISSUER": authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
-    try:
-        with mcp_server(Path(tmp_path_factory.mktemp("oauth")), env=env, http_port=port) as server:
-            yield Rig(authority, server, audience)
-    finally:
-        authority.stop()
-
-
-def fetch(rig: Rig, method: str, path: str, body: Any = None, token: str | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
-    connection = http.client.HTTPConnection("127.0.0.1", rig.server.http_port, timeout=30)
-    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})}
-    if token is not None:
-        sent["Authorization"] = f"Bearer {token}"
-    try:
-        connection.request(method, path, None if body is None else json.dumps(body).encode(), sent)
-        response = connection.getresponse()
-        raw = response.read()
-        reply = json.loads(raw) if raw and response.getheader("Content-Type", "").startswith("application/json") \
-            else raw
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, reply
-    finally:
-        connection.close()
-
-
-def mcp(rig: Rig, method: str, params: dict[str, Any] | None = None, token: str | None = None) -> tuple[
-        int, dict[str, str], Any]:
-    """One 2026-07-28 request, as a hosted connector sends it."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": META}}
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
-    if params and "name" in params:
-        headers["Mcp-Name"] = params["name"]
-    return fetch(rig, "POST", "/mcp", body, token, headers)
-
-
-def call_math(rig: Rig, token: str, tool: str = "math_guy") -> tuple[int, dict[str, str], Any]:
-    return mcp(rig, "tools/call", {"name": tool, "arguments": {"user_message": {"text": "6 * 7"}}}, token)
+    with oauth_rig(Path(tmp_path_factory.mktemp("oauth"))) as made:
+        yield made
 
 
 # -- the metadata and the challenges ---------------------------------------------------------
@@ -184,10 +131,6 @@ def test_tokens_that_are_not_for_us_are_401_invalid_token(rig: Rig, case: str) -
     assert token not in json.dumps(reply)  # the token is never echoed
 
 
-def _segment(value: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
-
-
 @settings(max_examples=60, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
@@ -204,7 +147,7 @@ def _segment(value: Any) -> str:
 def test_forged_and_malformed_tokens_are_401_never_5xx(
     rig: Rig, header: dict[str, Any], claims: dict[str, Any], signature: str, raw: bool
 ) -> None:
-    token = f"{_segment(header)}.{_segment(claims)}.{signature}" if not raw else f"{signature}.{signature}.x"
+    token = f"{segment(header)}.{segment(claims)}.{signature}" if not raw else f"{signature}.{signature}.x"
     status, headers, _ = call_math(rig, token)
     assert status == 401, status
     assert "resource_metadata=" in headers["www-authenticate"]
@@ -234,117 +177,6 @@ def test_grpc_and_a2a_take_the_same_tokens(rig: Rig) -> None:
     assert status == 200 and "42" in json.dumps(reply), reply
 
 
-def test_a2a_cards_need_no_credentials_and_declare_oauth2_but_private_ones_stay_hidden(rig: Rig) -> None:
-    status, _, card = fetch(rig, "GET", "/a2a/math_guy/.well-known/agent-card.json")
-    assert status == 200, card
-    oauth2 = card["securitySchemes"]["oauth2"]["oauth2SecurityScheme"]
-    assert oauth2["oauth2MetadataUrl"].startswith(rig.authority.issuer + "/.well-known/")
-    flow = oauth2["flows"]["authorizationCode"]
-    assert flow["authorizationUrl"].startswith(rig.authority.issuer) and flow["pkceRequired"] is True
-    assert "agent:*" in flow["scopes"] and flow["tokenUrl"].startswith(rig.authority.issuer)
-    assert "bearer" in card["securitySchemes"]  # the API keys, the other way in
-    assert {"schemes": {"oauth2": {"list": ["agent:*"]}}} in card["securityRequirements"]
-    # A private network's card is not there without credentials naming it; with them it is.
-    assert fetch(rig, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json")[0] == 404
-    deep = rig.token("agent:* agent:deep/*")
-    assert fetch(rig, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json", token=deep)[0] == 200
-    status, _, directory = fetch(rig, "GET", "/.well-known/agent-card.json")
-    assert status == 200 and "deep/math_guy" not in {skill["id"] for skill in directory["skills"]}
-    # Everything else stays authenticated.
-    assert fetch(rig, "GET", "/api/v1/math_guy/function")[0] == 401
-
-
-def test_the_token_never_reaches_the_llm(rig: Rig) -> None:
-    """A network behind a fake LLM, called with a token (and user_id forwarded as usual): the
-    LLM's requests carry neither the token nor any part of it."""
-    port = free_port()
-    audience = f"http://127.0.0.1:{port}"
-    env = {"AGENT_OAUTH_ISSUER": rig.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
-    with FakeInThread() as fake, start_server(env={**override_env(fake), **env}, http=True, http_port=port) as server:
-        token = rig.authority.token(audience)
-        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "echo", "arguments": {"user_message": {"text": "hello"}}, "_meta": META}}
-        connection.request("POST", "/mcp", json.dumps(body).encode(), {
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "echo",
-            "Authorization": f"Bearer {token}", "user_id": "someone"})
-        response = connection.getresponse()
-        assert response.status == 200, response.read()[:500]
-        connection.close()
-        assert fake.requests, "the network did not reach the fake LLM"
-        signature = token.rsplit(".", 1)[1]
-        for recorded in fake.requests:
-            seen = json.dumps(recorded.headers) + json.dumps(recorded.body)
-            assert token not in seen and signature not in seen
-
-
-# -- the SDK's own OAuth client ----------------------------------------------------------------
-
-
-class _Memory:
-    """TokenStorage in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_the_sdk_clients_own_oauth_flow_completes_and_calls_a_tool(rig: Rig, mode: str) -> None:
-    redirect_uri = "http://localhost:3030/callback"
-    codes: asyncio.Queue[AuthorizationCodeResult] = asyncio.Queue()
-
-    async def authorize(url: str) -> None:
-        # The "browser": the provider's test configuration logs in and consents by itself;
-        # follow its redirects until it sends us to our redirect URI with the code.
-        async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
-            while True:
-                response = await browser.get(url)
-                location = response.headers.get("location")
-                assert response.is_redirect and location, (response.status_code, response.text[:500])
-                url = str(httpx2.URL(url).join(location))
-                if url.startswith(redirect_uri):
-                    query = parse_qs(urlsplit(url).query)
-                    assert "code" in query, url
-                    await codes.put(AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
-                                                            iss=query.get("iss", [None])[0]))
-                    return
-
-    async def callback() -> AuthorizationCodeResult:
-        return await codes.get()
-
-    async def scenario() -> None:
-        auth = OAuthClientProvider(
-            server_url=f"{rig.server.http_base}/mcp",
-            client_metadata=OAuthClientMetadata(client_name="sdk test", redirect_uris=[redirect_uri],
-                                                grant_types=["authorization_code", "refresh_token"],
-                                                response_types=["code"], token_endpoint_auth_method="none"),
-            storage=_Memory(), redirect_handler=authorize, callback_handler=callback,
-        )
-        async with httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30, read=60)) as client_http:
-            transport = streamable_http_client(f"{rig.server.http_base}/mcp", http_client=client_http)
-            async with Client(transport, mode=mode) as client:
-                assert client.protocol_version == (MODERN if mode == "auto" else "2025-11-25")
-                assert "math_guy" in {tool.name for tool in (await client.list_tools()).tools}
-                result = await client.call_tool("math_guy", {"user_message": {"text": "6 * 7"}})
-                assert not result.is_error and result.content[0].text == "The answer is 42."
-
-    asyncio.run(scenario())
-
-
 # -- key rotation (last: it restarts the authorization server) ---------------------------------
 
 
@@ -357,31 +189,3 @@ def test_a_key_rotation_is_followed_and_the_rotated_away_key_refused(rig: Rig) -
     assert load.wait_until(lambda: call_math(rig, new)[0] == 200, within=20, step=0.5)
     status, headers, reply = call_math(rig, old)
     assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"], reply
-
-
-# -- settings that cannot work -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({"AGENT_OAUTH_ISSUER": "http://127.0.0.1:9"}, "AGENT_OAUTH_AUDIENCE is not"),
-        ({"AGENT_OAUTH_ISSUER": "http://auth.example.com", "AGENT_OAUTH_AUDIENCE": "https://a.example"},
-         "AGENT_OAUTH_ISSUER must be an https URL"),
-        ({"AGENT_OAUTH_AUDIENCE": "https://a.example"}, "AGENT_OAUTH_ISSUER is not"),
-        ({"AGENT_FORWARDED_REQUEST_METADATA": "request_id Authorization"}, "never forwarded"),
-    ],
-    ids=["no-audience", "plain-http-issuer", "audience-without-issuer", "forwarding-credentials"],
-)
-def test_settings_that_cannot_work_are_refused_at_start(env: dict[str, str], expected: str) -> None:
-    command = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--port", "0", "--http-port", "0"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT,
-                            env={**_base_env(), **env})
-    assert result.returncode != 0
-    assert expected in result.stdout + result.stderr, result.stderr[-2000:]
-
-
-def _base_env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}

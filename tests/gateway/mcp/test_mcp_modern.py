@@ -169,6 +169,15 @@ def test_headers_that_disagree_with_the_body_are_400_header_mismatch(served: Ser
     assert reply["id"] == 5
 
 
+def test_a_modern_body_without_the_version_header_is_a_header_mismatch(served: ServerProcess) -> None:
+    # Its _meta makes it modern (the revision's dual-era rule), so it is not served as 2025-03-26.
+    body = request("tools/list", request_id=6)
+    headers = {k: v for k, v in headers_for(body).items() if k != "MCP-Protocol-Version"}
+    status, _, raw = send(served, body, headers)
+    reply = json.loads(raw)
+    assert status == 400 and reply["error"]["code"] == -32020 and reply["id"] == 6, reply
+
+
 def test_a_routing_header_sent_twice_is_a_header_mismatch(served: ServerProcess) -> None:
     body = request("tools/list")
     pairs = [*headers_for(body).items(), ("Mcp-Method", "tools/list")]

@@ -17,20 +17,18 @@ path-suffixed resource metadata (RFC 9728 §3.1), that URL followed by ``/mcp``.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import time
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import jwt
 
 from neuro_san.core.access import TokenClaims
-from neuro_san.core.errors import ConfigurationError, InvalidToken, UpstreamUnavailable
+from neuro_san.core.errors import InvalidToken, UpstreamUnavailable
+from neuro_san.core.oauth_settings import OAuthSettings, metadata_urls
 
 log = logging.getLogger(__name__)
 
@@ -45,65 +43,15 @@ JWKS_TTL_SECONDS = 3600.0
 MIN_REFRESH_SECONDS = 2.0
 _FETCH_TIMEOUT = 10.0
 _MAX_DOCUMENT_BYTES = 1 << 20
-#: Path of the MCP endpoint, whose path-suffixed resource is an accepted audience too.
-MCP_RESOURCE_PATH = "/mcp"
-
-
-@dataclass(frozen=True, slots=True)
-class OAuthSettings:
-    issuer: str
-    audience: str
-
-    @property
-    def audiences(self) -> tuple[str, ...]:
-        return (self.audience, self.audience.rstrip("/") + MCP_RESOURCE_PATH)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> OAuthSettings | None:
-        """None without ``AGENT_OAUTH_ISSUER``; raises ConfigurationError for what cannot work."""
-        issuer = env.get("AGENT_OAUTH_ISSUER", "").strip()
-        audience = env.get("AGENT_OAUTH_AUDIENCE", "").strip()
-        if not issuer:
-            if audience:
-                raise ConfigurationError("AGENT_OAUTH_AUDIENCE is set but AGENT_OAUTH_ISSUER is not: without an "
-                                         "issuer no access token can be validated")
-            return None
-        _require_url("AGENT_OAUTH_ISSUER", issuer)
-        if not audience:
-            raise ConfigurationError(
-                "AGENT_OAUTH_ISSUER is set but AGENT_OAUTH_AUDIENCE is not: set it to this server's public URL "
-                "(e.g. https://agents.example.com), the resource its tokens are issued for; the server cannot "
-                "know that URL itself behind proxies and TLS termination"
-            )
-        _require_url("AGENT_OAUTH_AUDIENCE", audience)
-        return cls(issuer, audience.rstrip("/"))
-
-
-def _require_url(name: str, value: str) -> None:
-    parts = urlsplit(value)
-    if parts.scheme == "https" and parts.hostname:
-        return
-    if parts.scheme == "http" and parts.hostname and _loopback(parts.hostname):
-        return  # a local test or development set-up; anything else must be https (OAuth 2.1)
-    raise ConfigurationError(f"{name} must be an https URL (http only on loopback), got {value!r}")
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
+_UNREACHABLE = "cannot validate access tokens now: the authorization server's keys cannot be fetched"
 class JwtVerifier:
     """Validates access tokens of one issuer for this server's audiences."""
 
     def __init__(self, settings: OAuthSettings) -> None:
         self.settings = settings
         self._keys: dict[str, jwt.PyJWK] = {}
-        self._fetched_at = -1e9
+        self._fetched_at = -1e9  # the last fetch that worked (the cache's age)
+        self._attempted_at = -1e9  # the last fetch tried (the pace of fetching)
         self._jwks_uri: str | None = None
         self._lock = asyncio.Lock()
 
@@ -141,14 +89,16 @@ class JwtVerifier:
 
     async def _key(self, kid: str) -> jwt.PyJWK:
         """The issuer's key ``kid`` (a key set with one key and no ids: that key)."""
-        stale = time.monotonic() - self._fetched_at > JWKS_TTL_SECONDS
         found = self._pick(kid)
-        if found is None or stale:
+        if found is None or time.monotonic() - self._fetched_at > JWKS_TTL_SECONDS:
             async with self._lock:  # one fetch for the many calls that arrive together
-                since = time.monotonic() - self._fetched_at
-                if (self._pick(kid) is None and since >= MIN_REFRESH_SECONDS) or since > JWKS_TTL_SECONDS:
+                now = time.monotonic()
+                wanted = self._pick(kid) is None or now - self._fetched_at > JWKS_TTL_SECONDS
+                if wanted and now - self._attempted_at >= MIN_REFRESH_SECONDS:
                     await self._refresh()
             found = self._pick(kid)
+        if not self._keys:  # the issuer's keys could not be fetched yet: not the token's fault
+            raise UpstreamUnavailable(_UNREACHABLE)
         if found is None:
             raise InvalidToken("the access token is signed with a key the issuer does not publish")
         return found
@@ -159,6 +109,7 @@ class JwtVerifier:
         return next(iter(self._keys.values())) if len(self._keys) == 1 else None
 
     async def _refresh(self) -> None:
+        self._attempted_at = time.monotonic()
         try:
             if self._jwks_uri is None:
                 self._jwks_uri = await asyncio.to_thread(_discover_jwks_uri, self.settings.issuer)
@@ -166,10 +117,7 @@ class JwtVerifier:
             keys = jwt.PyJWKSet.from_dict(document).keys
         except (OSError, ValueError, jwt.PyJWTError) as error:
             log.warning("cannot fetch the signing keys of %s: %s", self.settings.issuer, error)
-            if not self._keys:
-                raise UpstreamUnavailable("cannot validate access tokens now: the authorization server's keys "
-                                          "cannot be fetched") from None
-            return  # keep the keys we have
+            return  # keep the keys we have (none: the caller says the issuer is unreachable)
         self._keys = {key.key_id or f"#{n}": key for n, key in enumerate(keys)}
         self._fetched_at = time.monotonic()
         log.info("fetched %d signing key(s) of %s", len(self._keys), self.settings.issuer)
@@ -184,16 +132,6 @@ def _scopes(claims: Mapping[str, Any]) -> tuple[str, ...]:
     if isinstance(scp, list):
         return tuple(str(s) for s in scp)
     return ()
-
-
-def metadata_urls(issuer: str) -> list[str]:
-    """Where the issuer's metadata may be: RFC 8414 (well-known before the path), then
-    OpenID Connect discovery (appended), as MCP clients look for it."""
-    parts = urlsplit(issuer)
-    base = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
-    return [f"{base}/.well-known/oauth-authorization-server{path}",
-            f"{base}/.well-known/openid-configuration{path}", f"{issuer.rstrip('/')}/.well-known/openid-configuration"]
 
 
 def issuer_metadata(issuer: str) -> tuple[str, dict[str, Any]]:
