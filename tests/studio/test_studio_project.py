@@ -1,3 +1,4 @@
+
 """A project laid out as ``ns init`` lays one out (tests/fixtures/studio_project, written
 for these tests), served by ``neuro-san serve`` started from its root with the
 environment ``ns run`` sets: includes from the project root, group manifests, coded
@@ -8,6 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+#: Starts servers or tools and takes seconds: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 from tests.studio_support import copy_project, serve_project
 
 

@@ -33,7 +33,7 @@ from tests.support.oauth import (
     unavailable,
 )
 
-pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
 
 
 @pytest.fixture(scope="module")

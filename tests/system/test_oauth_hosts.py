@@ -37,7 +37,7 @@ from tests.support.oauth import (
 )
 from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
-pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
 
 
 @pytest.fixture(scope="module")
