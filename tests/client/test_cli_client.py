@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.servers import BUNDLED_MANIFEST, ROOT, ServerProcess, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 COUNTER = {

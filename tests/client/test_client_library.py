@@ -33,7 +33,7 @@ import asyncio, os
 from pathlib import Path
 from neuro_san.interfaces.coded_tool import CodedTool
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 class Sleeper(CodedTool):

@@ -18,7 +18,7 @@ from neuro_san.core.errors import ConfigurationError, UpstreamUnavailable
 from neuro_san.core.messages import ChatRequest
 from tests.support.servers import ServerProcess, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

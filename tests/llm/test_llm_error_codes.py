@@ -17,7 +17,7 @@ from tests.fakes.fake_llm import Reply
 from tests.support import load
 from tests.support.fake_thread import Rig, fake_backed_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 MAX_ATTEMPTS = 2

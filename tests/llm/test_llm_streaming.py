@@ -21,7 +21,7 @@ from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script, awkward_chunks
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 KINDS = ["openai", "anthropic", "gemini", "bedrock-converse", "bedrock-invoke"]

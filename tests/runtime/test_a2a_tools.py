@@ -22,7 +22,7 @@ from tests.fakes.fake_llm import Reply, tool_then_answer_rule
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

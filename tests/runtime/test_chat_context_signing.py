@@ -12,7 +12,7 @@ from neuro_san.runtime.signing import ContextSigner
 from tests.support import grpc_calls as calls
 from tests.support.servers import start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 KEY = {"AGENT_CHAT_CONTEXT_KEY": "a-shared-key-of-at-least-16-bytes"}

@@ -24,7 +24,7 @@ from tests.support.mcp_server import McpTestServer
 from tests.support.runtime import make_host, run_chat
 from tests.support.servers import free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

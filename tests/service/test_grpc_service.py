@@ -16,7 +16,7 @@ from neuro_san.api.grpc import agent_pb2, chat_pb2
 from tests.support import grpc_calls as calls
 from tests.support.servers import BUNDLED_MANIFEST, ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 AI = chat_pb2.ChatMessage.AI

@@ -17,7 +17,7 @@ from tests.support import load
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 KEYS = {

@@ -17,7 +17,7 @@ from neuro_san.core.rate_limits import CallerLimits, RateLimited, RateLimiter
 from tests.support import grpc_calls as calls
 from tests.support.servers import INVOKERS, ServerProcess, invoker_env, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 # -- the limiter ---------------------------------------------------------------------------

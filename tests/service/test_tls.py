@@ -11,7 +11,7 @@ import trustme
 from tests.support import grpc_calls as calls
 from tests.support.servers import start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

@@ -202,7 +202,7 @@ from pathlib import Path
 from neuro_san.service.server import AgentServer, ServerConfig
 from neuro_san.client import AsyncAgentClient
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 async def main():

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.servers import ROOT, free_port
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

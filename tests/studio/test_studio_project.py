@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
-pytestmark = pytest.mark.slow
 from tests.studio_support import copy_project, serve_project
+
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 
 def test_studio_project_is_served_from_its_root(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from bench.run import SCENARIOS
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from tests.support.mcp import ADMIN_KEY, USER_KEY, mcp_client, mcp_server
 from tests.support.servers import ServerProcess
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 PRIVATE = "deep/math_guy"

@@ -41,7 +41,7 @@ COMMAND_TIMEOUT = 30
 EVAL_ARITHMETIC = '''
 import ast as _ast
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

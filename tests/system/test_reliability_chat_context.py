@@ -27,7 +27,7 @@ from tests.support import load
 from tests.support.fake_thread import FakeInThread, Rig, fake_backed_server, override_env
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 FRONT = [{"tool": "echoer", "instantiation_index": 1}]

@@ -23,7 +23,7 @@ from tests.support import load
 from tests.support.fake_thread import Rig, fake_backed_server
 from tests.support.servers import ServerProcess
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 MAX_ATTEMPTS = 3

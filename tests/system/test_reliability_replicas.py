@@ -26,7 +26,7 @@ from tests.support import load
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 KEY = "replicas-share-this-key-0123456789"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.support.fake_thread import Rig, fake_backed_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 FUZZ = settings(max_examples=150, deadline=None, database=None,

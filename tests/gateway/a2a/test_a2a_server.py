@@ -25,7 +25,7 @@ from tests.fakes.fake_llm import Reply
 from tests.support.fake_thread import fake_backed_server
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

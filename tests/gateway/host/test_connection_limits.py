@@ -15,7 +15,7 @@ from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from tests.support import load
 from tests.support.servers import start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 HEADER_SECONDS = 1.0

@@ -27,7 +27,7 @@ from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.mcp import mcp_client
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 #: The JSON-RPC code of a caller's refusal (neuro_san.core.errors.JSONRPC_CODE_BY_HTTP_STATUS).

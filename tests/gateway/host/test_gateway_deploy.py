@@ -20,7 +20,7 @@ from gateway import GatewayConfig, start_gateway
 from tests.gateway_http_support import PROBE_ARGS, Reply, assert_status, call, chat, wait_for
 from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

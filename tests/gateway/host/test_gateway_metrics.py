@@ -16,7 +16,7 @@ import pytest
 from tests.gateway_http_support import PROBE_ARGS, call, chat, open_stream, wait_for
 from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 _SAMPLE = re.compile(r"^(neuro_san_[a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+|NaN|\+Inf)$")

@@ -22,7 +22,7 @@ from tests.gateway_http_support import Reply, wait_for
 from tests.support import grpc_calls as calls
 from tests.support.servers import ROOT, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 CHAT = "/api/v1/echo/streaming_chat"

@@ -23,7 +23,7 @@ from gateway.invokers.interface import methods_of
 from gateway.transcoder.frontend import default_services, rest_frontend
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 DEADLINE_SECONDS = 1.0

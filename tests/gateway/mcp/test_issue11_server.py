@@ -68,7 +68,7 @@ def test_pii_toolbox_and_refusals_on_a_served_network(tmp_path: Path) -> None:
 
 RECORDER = '''
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 from neuro_san.interfaces.coded_tool import CodedTool
 

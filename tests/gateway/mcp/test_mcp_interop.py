@@ -16,7 +16,7 @@ import pytest
 from tests.support.mcp import mcp_server
 from tests.support.servers import ServerProcess
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")

@@ -20,7 +20,7 @@ from mcp.shared.inbound import encode_header_value
 from tests.support.mcp import ADMIN_KEY, USER_KEY, mcp_client, mcp_server
 from tests.support.servers import ServerProcess
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 MODERN = "2026-07-28"

@@ -18,7 +18,7 @@ from tests.support import load
 from tests.support.mcp import ADMIN_KEY, mcp_client, mcp_server
 from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.support.mcp import USER_KEY, mcp_server
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 AUTH = {"Authorization": f"Bearer {USER_KEY}", "Content-Type": "application/json"}

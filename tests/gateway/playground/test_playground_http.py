@@ -27,7 +27,7 @@ from neuro_san.cli.startup_line import urls_line
 from tests.gateway_http_support import call, wait_for
 from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"

@@ -24,7 +24,7 @@ from tests.gateway_http_support import (
 )
 from tests.support.servers import INVOKERS, ServerProcess, invoker_env, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 FORWARDED = "request_id user_id authorization x-trace"

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.servers import ServerProcess, start_server
 
-#: Starts servers or tools and takes seconds: not in `make test-fast`.
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parents[2]
