@@ -26,15 +26,15 @@ from neuro_san.client import (
 from neuro_san.core import errors as core_errors
 from tests.support.servers import BUNDLED_MANIFEST, ServerProcess, free_port, start_server
 
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 
 SLEEPER_TOOL = '''
 import asyncio, os
 from pathlib import Path
 from neuro_san.interfaces.coded_tool import CodedTool
-
-#: Takes seconds (starts servers or other processes): not in `make test-fast`.
-pytestmark = pytest.mark.slow
 
 class Sleeper(CodedTool):
     """Sleeps; leaves started/finished/cancelled marks in $SLEEPER_MARKS."""

@@ -29,6 +29,9 @@ from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fa
 from tests.support.runtime import SLY_MARKER, make_host
 from tests.support.servers import BUNDLED_MANIFEST, ROOT, ServerProcess, start_server
 
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{CALLER_SPAN_ID}-01"
@@ -201,9 +204,6 @@ import asyncio, sys
 from pathlib import Path
 from neuro_san.service.server import AgentServer, ServerConfig
 from neuro_san.client import AsyncAgentClient
-
-#: Takes seconds (starts servers or other processes): not in `make test-fast`.
-pytestmark = pytest.mark.slow
 
 async def main():
     server = AgentServer(ServerConfig.from_env())

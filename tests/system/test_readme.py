@@ -29,6 +29,9 @@ import pytest
 
 from tests.support.servers import BUNDLED_MANIFEST, ROOT, ServerProcess, start_server
 
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 # Overridable so a mutated copy can show that these tests fail when a command breaks.
 README = Path(os.environ.get("README_UNDER_TEST", ROOT / "README.md"))
 VENV_BIN = Path(sys.executable).parent
@@ -40,9 +43,6 @@ COMMAND_TIMEOUT = 30
 # the module before the README's class.
 EVAL_ARITHMETIC = '''
 import ast as _ast
-
-#: Takes seconds (starts servers or other processes): not in `make test-fast`.
-pytestmark = pytest.mark.slow
 
 
 def eval_arithmetic(expression: str) -> float | int:

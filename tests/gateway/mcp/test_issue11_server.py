@@ -8,10 +8,15 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.fake_llm import FakeToolCall, Reply
 from tests.gateway_http_support import call, chat
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 PII = {
     "class": "langchain.agents.middleware.PIIMiddleware",
@@ -67,9 +72,6 @@ def test_pii_toolbox_and_refusals_on_a_served_network(tmp_path: Path) -> None:
 
 
 RECORDER = '''
-
-#: Takes seconds (starts servers or other processes): not in `make test-fast`.
-pytestmark = pytest.mark.slow
 from neuro_san.interfaces.coded_tool import CodedTool
 
 class Recorder(CodedTool):

@@ -21,6 +21,9 @@ from tests.fakes.stream_wire import Script
 from tests.support.browser import ARTIFACTS, launch_browser
 from tests.support.servers import ServerProcess, start_server
 
+#: Takes seconds (starts servers or other processes): not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 KEY = "key-for-the-playground"
 TIMEOUT_MS = 15_000
 
@@ -177,9 +180,6 @@ SLEEPY_NETWORK = {
 NAPPER = """
 import asyncio
 from neuro_san.interfaces.coded_tool import CodedTool
-
-#: Takes seconds (starts servers or other processes): not in `make test-fast`.
-pytestmark = pytest.mark.slow
 
 
 class Napper(CodedTool):
