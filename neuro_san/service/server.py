@@ -115,7 +115,8 @@ class ServerConfig:
     rate_limits: CallerLimits = field(default_factory=CallerLimits)
     #: LLM tokens per request when a network sets no max_tokens_per_request (0: none).
     max_tokens_per_request: int = 0
-    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL).
+    #: Share rate limits and token budgets between replicas (AGENT_LIMITS_REDIS_URL, else the
+    #: shared front-end state's AGENT_REDIS_URL: one Redis for all shared state by default).
     limits_redis_url: str = ""
 
     def server_credentials(self) -> grpc.ServerCredentials | None:
@@ -153,7 +154,7 @@ class ServerConfig:
             connection_limits=GrpcConnectionLimits.from_env(env),
             rate_limits=CallerLimits.from_env(env),
             max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
-            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip(),
+            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip() or env.get("AGENT_REDIS_URL", "").strip(),
         )
 
 
@@ -264,10 +265,20 @@ class AgentServer:
                 self.config.host,
             )
         names = sorted(self.registry.networks())
-        log.info(
-            "gRPC listening on %s:%d serving %d networks: %s",
-            self.config.host, self.port, len(names), ", ".join(names),
-        )
+        if names:
+            log.info(
+                "gRPC listening on %s:%d serving %d networks: %s",
+                self.config.host, self.port, len(names), ", ".join(names),
+            )
+        else:
+            # A server up with nothing to serve is almost always a manifest problem (a path,
+            # an include, the working directory): say so where the operator looks.
+            problems = len(self.registry.errors)
+            log.error(
+                "gRPC listening on %s:%d serving NO agent networks (%d load errors logged above; "
+                "check AGENT_MANIFEST_FILE and the directory the server was started in)",
+                self.config.host, self.port, problems,
+            )
         return self.port
 
     async def stop(self, grace: float = 5.0, drain_local: Callable[[float], Awaitable[None]] | None = None) -> None:
