@@ -72,14 +72,17 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServe
 
 
 @asynccontextmanager
-async def client_for(base: str, streaming: bool, served: list[str] | None = None) -> AsyncIterator[Client]:
-    """The SDK client of the echo network at ``base``; ``served`` collects X-Served-By."""
+async def client_for(
+    base: str, streaming: bool, served: list[str] | None = None, binding: str = "JSONRPC"
+) -> AsyncIterator[Client]:
+    """The SDK client of the echo network at ``base`` over ``binding``; ``served`` collects X-Served-By."""
     async def note(response: httpx.Response) -> None:
         if served is not None and SERVED_BY in response.headers:
             served.append(response.headers[SERVED_BY])
 
     async with httpx.AsyncClient(timeout=30, event_hooks={"response": [note]}) as http:
-        client = await create_client(f"{base}/a2a/echo", ClientConfig(streaming=streaming, httpx_client=http))
+        config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding])
+        client = await create_client(f"{base}/a2a/echo", config)
         try:
             yield client
         finally:
@@ -190,13 +193,17 @@ def test_through_the_balancer_every_protocol_works_whichever_replica_answers(
     served: list[str] = []
 
     async def a2a() -> None:
-        async with client_for(running.http_base, False, served) as client:
-            for turn in range(3):
-                events = await send(client, user_message(f"turn {turn}"))
-                task = events[-1].task
-                assert task.status.state == TaskState.TASK_STATE_COMPLETED
-                assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
-                await send(client, user_message("again", context_id=task.context_id))
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            async with client_for(running.http_base, False, served, binding) as client:
+                await a2a_turns(client)
+
+    async def a2a_turns(client: Client) -> None:
+        for turn in range(3):
+            events = await send(client, user_message(f"turn {turn}"))
+            task = events[-1].task
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
+            await send(client, user_message("again", context_id=task.context_id))
 
     asyncio.run(a2a())
     assert len(set(served)) == 3, served  # round-robin, no stickiness: every replica answered some

@@ -25,12 +25,14 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificationConfigStore
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Router
 
 from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import card_to_json, network_card, server_card
@@ -38,7 +40,7 @@ from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
 from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
-from gateway.a2a.routes import A2A_ROUTES
+from gateway.a2a.routes import A2A_ROUTES, REST_PREFIX
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
@@ -137,10 +139,12 @@ class A2AFrontEnd:
             push_url_validator=functools.partial(check_url, policy),
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
+        self._rest = Router(routes=create_rest_routes(self.handler, _StateFromScope()))
 
     def routes(self) -> Iterable[FrontEndRoute]:
         handlers = {"a2a_server_card": self.server_card, "a2a_agent_card": self.agent_card,
-                     "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc}
+                    "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc,
+                    "a2a_jsonrpc_tenant": self.jsonrpc_by_tenant, "a2a_rest": self.rest}
         return [FrontEndRoute(s.http_method, s.template, s.name, handlers[s.name], refusal=s.refusal,
                               takes_body=s.takes_body, drains=s.drains) for s in A2A_ROUTES]
 
@@ -189,6 +193,45 @@ class A2AFrontEnd:
         card = server_card(_base_url(request), agents, self._secured)
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
+    async def jsonrpc_by_tenant(self, request: web.Request, _captures: dict[str, str], raw: bytes) -> (
+        web.StreamResponse
+    ):
+        """``POST /a2a``: JSON-RPC for the network the request names in ``params.tenant``."""
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as error:
+            return _jsonrpc_error(200, -32700, f"Parse error: {error}")
+        params = body.get("params") if isinstance(body, dict) else None
+        tenant = params.get("tenant") if isinstance(params, dict) else None
+        if not isinstance(tenant, str) or not tenant.strip("/"):
+            return _jsonrpc_error(200, -32602, "name the agent network in params.tenant (the skills of "
+                                  f"{_base_url(request)}/.well-known/agent-card.json), or use the network's own "
+                                  "card at /a2a/<network>/.well-known/agent-card.json")
+        return await self.jsonrpc(request, {"agent": tenant.strip("/")}, raw)
+
+    async def rest(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
+        """The HTTP+JSON binding: the a2a-sdk's REST routes, below ``/a2a/<network>/rest``."""
+        agent = captures["agent"]
+        if not await self.state.available():
+            body = {"code": 14, "status": "UNAVAILABLE", "message": STATE_UNAVAILABLE}
+            return json_response(503, dumps({"error": body}), [("Retry-After", RETRY_AFTER)])
+        try:
+            await self._description(request, agent)
+        except grpc.aio.AioRpcError as error:
+            status, failure_body = status_from_rpc_error(error)
+            return json_response(status, dumps(failure_body))
+        path = request.path.split(f"{agent}{REST_PREFIX}", 1)[-1]
+        extra = {_SCOPE_STATE: self._call_state(request, agent, []), "path": path, "raw_path": path.encode()}
+        return await call_asgi(self._rest, request, raw, extra)
+
+    def _call_state(self, request: web.Request, agent: str, refusals: list[RpcFailure]) -> dict[str, Any]:
+        return {
+            REFUSALS_KEY: refusals,
+            AGENT_KEY: agent,
+            GRPC_METADATA_KEY: self._metadata(request),
+            OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
+        }
+
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
         if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
@@ -210,12 +253,7 @@ class A2AFrontEnd:
             return _jsonrpc_error(200, -32600, f"method {method!r} is A2A 0.3 but {VERSION_HEADER} is {version!r}; "
                                   "send A2A 1.0 method names (SendMessage…) or no version header")
         refusals: list[RpcFailure] = []
-        state = {
-            REFUSALS_KEY: refusals,
-            AGENT_KEY: agent,
-            GRPC_METADATA_KEY: self._metadata(request),
-            OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
-        }
+        state = self._call_state(request, agent, refusals)
 
         outages = self.state.outages
 
