@@ -138,8 +138,11 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
 
     async def scenario() -> None:
         before_requests, before_cancelled = fake.request_count, fake.handlers_cancelled
-        async with client_for(r0, True) as c0, client_for(r1, True) as c1, client_for(r2, False) as c2:
-            stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time")))
+        async with Receiver(failures=0) as receiver, client_for(r0, True) as c0, client_for(r1, True) as c1, \
+                client_for(r2, False) as c2:
+            hook = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
+            stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time"),
+                                                        configuration=hook))
             task_id = ""
             async for event in stream:
                 if event.HasField("task"):
@@ -158,6 +161,8 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
             # r0, running the chat, dropped its LLM connection (the fake's handler saw the client go).
             assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
             assert (await c2.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED
+            # The webhook hears of it too, from r2 which wrote the cancel.
+            assert await _until(lambda: "TASK_STATE_CANCELED" in receiver.delivered_states())
         assert "cancelled from another replica" in running.replicas[0].log()
 
     asyncio.run(scenario())
@@ -346,8 +351,11 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
 
     async def scenario() -> None:
         before = fake.request_count
-        async with client_for(victim.http_base, True) as doomed, client_for(r0, False) as survivor:
-            stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes")))
+        async with Receiver(failures=0) as receiver, client_for(victim.http_base, True) as doomed, \
+                client_for(r0, False) as survivor:
+            hook = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
+            stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes"),
+                                                            configuration=hook))
             task_id = ""
             async for event in stream:
                 if event.HasField("task"):
@@ -368,6 +376,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
                 await asyncio.sleep(0.2)
             assert with_reason is not None, "the dead replica's task never ended"
             assert "stopped before it ended" in with_reason.status.message.parts[0].text
+            assert await _until(lambda: "TASK_STATE_FAILED" in receiver.delivered_states())  # told by a survivor
         # The balancer and the other replicas go on.
         async with client_for(running.http_base, False) as client:
             for _ in range(3):

@@ -21,12 +21,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import grpc
+from a2a.server.cluster import TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificationConfigStore
+from a2a.types import Task, TaskStatusUpdateEvent
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
@@ -102,6 +104,19 @@ def _state_unavailable(request_id: Any) -> JSONResponse:
                         headers={"Retry-After": RETRY_AFTER})
 
 
+class _Handler(DefaultRequestHandler):
+    """The SDK's handler, and a push notification for a cancel written here for a task that
+    runs on another replica (whose own consumer sees it as a version conflict, not an event)."""
+
+    async def _cancel_remote(self, task_id: str, task: Task, version: TaskVersion,
+                             context: ServerCallContext) -> Task:
+        cancelled: Task = await super()._cancel_remote(task_id, task, version, context)
+        if self._push_sender is not None:
+            await self._push_sender.send_notification(task_id, TaskStatusUpdateEvent(
+                task_id=task_id, context_id=cancelled.context_id, status=cancelled.status))
+        return cancelled
+
+
 class A2AFrontEnd:
     """Serves the cards and the JSON-RPC binding; one task store and executor for all networks."""
 
@@ -128,7 +143,9 @@ class A2AFrontEnd:
             context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
             self.state, self.tasks,
         )
-        self.handler = DefaultRequestHandler(
+        if self.tasks is not None:
+            self.tasks.push_sender = self.push
+        self.handler = _Handler(
             agent_executor=executor,
             task_store=self.tasks or BoundedTaskStore(),
             # Only read for the extended card, which we do not offer; the real cards are per request.
