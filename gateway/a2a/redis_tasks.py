@@ -317,6 +317,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
                 continue  # Redis is away: logged; look again later
             except REDIS_ERRORS as error:  # a pipeline error the guard did not see
                 self.state.outage(error)
+            except Exception:  # an entry it cannot read must not stop the reaping for good
+                log.exception("reaping the tasks of stopped replicas failed; trying again later")
 
     def start(self) -> None:
         if self._reaper is None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -134,6 +135,8 @@ class StateSettings:
         url = env.get(REDIS_URL_ENV, "").strip()
         if url and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
             raise ValueError(f"{REDIS_URL_ENV} must be a redis://, rediss:// or unix:// URL, not {url!r}")
+        if url and importlib.util.find_spec("redis") is None:
+            raise ValueError(f"{REDIS_URL_ENV} needs the redis package: pip install 'neuro-san-grpc[redis]'")
         return cls(
             redis_url=url,
             lease_seconds=_seconds(env, LEASE_ENV, DEFAULT_LEASE_SECONDS, 1, 3600),
