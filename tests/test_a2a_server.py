@@ -219,6 +219,7 @@ def test_the_rest_binding_and_the_tenant_endpoint_serve_each_network(server: Ser
     directory = httpx.get(f"{base}/.well-known/agent-card.json", timeout=10).json()
     # One interface for every network, none preferred: the request names its network.
     assert [(i["url"], i.get("tenant", "")) for i in directory["supportedInterfaces"]] == [(f"{base}/a2a", "")]
+    assert httpx.get(f"{base}/.well-known/jwks.json", timeout=10).status_code == 404  # no signing key here
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=30) as http:

@@ -42,6 +42,7 @@ from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
 from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
+from gateway.a2a.push_signing import signer_from_env
 from gateway.a2a.routes import A2A_ROUTES, REST_PREFIX
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
@@ -138,7 +139,8 @@ class A2AFrontEnd:
         push_store: PushNotificationConfigStore = (
             RedisPushConfigStore(cast("RedisState", self.state), settings.task_ttl_seconds) if self.state.shared
             else InMemoryPushNotificationConfigStore(owner_resolver=resolve_owner))
-        self.push = RetryingPushSender(push_store, policy)
+        self.signer = signer_from_env()
+        self.push = RetryingPushSender(push_store, policy, signer=self.signer)
         executor = NetworkExecutor(
             context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
             self.state, self.tasks,
@@ -161,7 +163,7 @@ class A2AFrontEnd:
     def routes(self) -> Iterable[FrontEndRoute]:
         handlers = {"a2a_server_card": self.server_card, "a2a_agent_card": self.agent_card,
                     "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc,
-                    "a2a_jsonrpc_tenant": self.jsonrpc_by_tenant, "a2a_rest": self.rest}
+                    "a2a_jsonrpc_tenant": self.jsonrpc_by_tenant, "a2a_rest": self.rest, "a2a_jwks": self.jwks}
         return [FrontEndRoute(s.http_method, s.template, s.name, handlers[s.name], refusal=s.refusal,
                               takes_body=s.takes_body, drains=s.drains) for s in A2A_ROUTES]
 
@@ -209,6 +211,12 @@ class A2AFrontEnd:
         agents = [(a.agent_name, a.description, list(a.tags)) for a in listing.agents]
         card = server_card(_base_url(request), agents, self._secured)
         return json_response(200, json.dumps(card_to_json(card)).encode())
+
+    async def jwks(self, _request: web.Request, _captures: dict[str, str], _body: bytes) -> web.StreamResponse:
+        if self.signer is None:
+            return json_response(404, dumps({"code": 5, "message": "push notifications are not signed here "
+                                             "(no AGENT_A2A_PUSH_SIGNING_KEY_FILE)", "details": []}))
+        return json_response(200, json.dumps(self.signer.jwks()).encode())
 
     async def jsonrpc_by_tenant(self, request: web.Request, _captures: dict[str, str], raw: bytes) -> (
         web.StreamResponse

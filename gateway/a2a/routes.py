@@ -7,6 +7,8 @@ from gateway.host.frontends import RouteSpec
 #: -32002) and, like every refusal the host decides, phrased as a JSON-RPC error.
 _CARDS_AND_JSONRPC = (
     RouteSpec("GET", "/.well-known/agent-card.json", "a2a_server_card", drains=False),
+    # The public key of signed push notifications (AGENT_A2A_PUSH_SIGNING_KEY_FILE).
+    RouteSpec("GET", "/.well-known/jwks.json", "a2a_jwks", drains=False),
     RouteSpec("GET", "/a2a/{agent}/.well-known/agent-card.json", "a2a_agent_card", drains=False),
     RouteSpec("GET", "/a2a/{agent}/.well-known/agent.json", "a2a_agent_card_v03", drains=False),
     RouteSpec("POST", "/a2a/{agent}", "a2a_jsonrpc", refusal=jsonrpc_refusal),
