@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from gateway.state import CancelCallback, ChatKind, SharedState
+from gateway.state.interface import CancelCallback, ChatKind, SharedState
 
 DEFAULT_MAX_ENTRIES = 10_000
 

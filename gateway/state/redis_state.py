@@ -34,7 +34,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from gateway.state import CancelCallback, ChatKind, SharedState, StateUnavailable
+from gateway.state.interface import CancelCallback, ChatKind, SharedState, StateUnavailable
 from gateway.state.memory import DEFAULT_MAX_ENTRIES, LocalChats
 
 log = logging.getLogger(__name__)
