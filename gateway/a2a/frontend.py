@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
 import grpc
@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Router
 
-from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
+from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, NetworkExecutor
@@ -246,8 +246,31 @@ class A2AFrontEnd:
             status, failure_body = status_from_rpc_error(error)
             return json_response(status, dumps(failure_body))
         path = request.path.split(f"{agent}{REST_PREFIX}", 1)[-1]
-        extra = {_SCOPE_STATE: self._call_state(request, agent, []), "path": path, "raw_path": path.encode()}
-        return await call_asgi(self._rest, request, raw, extra)
+        refusals: list[RpcFailure] = []
+        extra = {_SCOPE_STATE: self._call_state(request, agent, refusals), "path": path, "raw_path": path.encode()}
+        return await call_asgi(self._rest_refusing(refusals), request, raw, extra)
+
+    def _rest_refusing(self, refusals: list[RpcFailure]) -> AsgiApp:
+        """The SDK's REST router; a ``message:send`` the service refused (limits, busy server)
+        is answered with the refusal's HTTP status, Status body and Retry-After, as the REST
+        API answers it (a stream has started by then: its task fails with the message)."""
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            replaced = False
+
+            async def send_or_refuse(message: MutableMapping[str, Any]) -> None:
+                nonlocal replaced
+                if message["type"] == "http.response.start" and refusals:
+                    replaced, failure = True, refusals[-1]
+                    headers = [(b"content-type", b"application/json"),
+                               *((name.lower().encode(), value.encode()) for name, value in failure.headers())]
+                    await send({"type": "http.response.start", "status": failure.http_status, "headers": headers})
+                    await send({"type": "http.response.body", "body": dumps({"error": failure.status_dict()})})
+                elif not replaced:
+                    await send(message)
+
+            await self._rest(scope, receive, send_or_refuse)
+
+        return app
 
     def _call_state(self, request: web.Request, agent: str, refusals: list[RpcFailure]) -> dict[str, Any]:
         return {
