@@ -5,11 +5,16 @@ Routes (mounted through :mod:`gateway.host.frontends`):
 - ``GET /.well-known/agent-card.json``: the server-wide card (a directory of networks);
 - ``GET /a2a/{agent}/.well-known/agent-card.json`` (and the 0.3 name ``agent.json``);
 - ``POST /a2a/{agent}``: the JSON-RPC binding (A2A 1.0 method names, and the 0.3 ones
-  through the SDK's compatibility layer).
+  through the SDK's compatibility layer); ``POST /a2a``: the same, the network named by
+  the request's ``tenant`` (the server-wide card's one interface);
+- ``/a2a/{agent}/rest/...``: the HTTP+JSON binding (the SDK's REST routes);
+- ``GET /.well-known/jwks.json``: the key of signed push notifications.
 
-The JSON-RPC body is handled by the a2a-sdk's own dispatcher and request handler
-(validation, error codes, task lifecycle, SSE), run through a small ASGI bridge
-(:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the invoker.
+The bodies are handled by the a2a-sdk's own dispatchers and request handler (validation,
+error codes, task lifecycle, SSE, push notifications), run through a small ASGI bridge
+(:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the invoker. Tasks,
+their events, push configurations and contextIds live in the shared state
+(:mod:`gateway.state`): Redis with ``AGENT_REDIS_URL``, so any replica answers any request.
 """
 
 from __future__ import annotations
@@ -107,7 +112,9 @@ def _state_unavailable(request_id: Any) -> JSONResponse:
 
 class _Handler(DefaultRequestHandler):
     """The SDK's handler, and a push notification for a cancel written here for a task that
-    runs on another replica (whose own consumer sees it as a version conflict, not an event)."""
+    runs on another replica (whose own consumer sees it as a version conflict, not an event).
+    ``_cancel_remote`` is the SDK's own (private) step for exactly that case; the scale-out
+    test's webhook fails if a new SDK renames it."""
 
     async def _cancel_remote(self, task_id: str, task: Task, version: TaskVersion,
                              context: ServerCallContext) -> Task:

@@ -163,7 +163,7 @@ class McpFrontEnd:
         work = asyncio.ensure_future(self._dispatcher.answer(call))
         key = (session, request_id)
         self._in_flight[key] = work
-        unregister = self._state.register_chat("mcp", _shared_key(key), lambda: None if work.cancel() else None)
+        unregister = self._state.register_chat("mcp", _shared_key(key), work.cancel)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:

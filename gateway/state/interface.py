@@ -23,7 +23,7 @@ DEFAULT_LEASE_SECONDS = 15.0
 
 #: What a cancellation names: the protocol (``a2a``, ``mcp``) and the chat's key in it.
 ChatKind = str
-CancelCallback = Callable[[], None]
+CancelCallback = Callable[[], object]
 
 
 class StateUnavailable(RuntimeError):
