@@ -33,6 +33,7 @@ from a2a.types import (
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest,
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
@@ -122,6 +123,8 @@ def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
             assert got.status.state == TaskState.TASK_STATE_COMPLETED
             assert [p.text for a in got.artifacts for p in a.parts] == [p.text for a in task.artifacts
                                                                         for p in a.parts]
+            listed = await c2.list_tasks(ListTasksRequest())
+            assert task.id in [t.id for t in listed.tasks]
             await send(c2, user_message("and now?", context_id=task.context_id))  # contextId alone
         last = list(fake.requests)[-1]
         assert last.last_input_text() == "and now?"
