@@ -82,5 +82,11 @@ def test_each_notification_carries_a_jwt_the_jwks_verifies(signed: ServerProcess
 def test_a_key_that_cannot_sign_stops_the_server_at_start(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pem"
     bad.write_text("not a key")
-    with pytest.raises(RuntimeError, match="AGENT_A2A_PUSH_SIGNING_KEY_FILE"):
-        launch(env={"AGENT_A2A_PUSH_SIGNING_KEY_FILE": str(bad)}, http=True)
+    try:
+        server = launch(env={"AGENT_A2A_PUSH_SIGNING_KEY_FILE": str(bad)}, http=True)
+    except RuntimeError as error:  # it exited before launch() looked
+        said = str(error)
+    else:  # its output ended first: it is exiting
+        assert server.process.wait(15) == 2
+        said = server.log()
+    assert "AGENT_A2A_PUSH_SIGNING_KEY_FILE: not an unencrypted PEM private key" in said
