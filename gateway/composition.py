@@ -16,6 +16,7 @@ import grpc
 
 from gateway.a2a import a2a_frontends
 from gateway.a2a.push_policy import allowed_networks
+from gateway.a2a.push_signing import signer_from_env
 from gateway.config import GatewayConfig
 from gateway.host.bearer import oauth_frontends
 from gateway.host.frontends import FrontEndFactory
@@ -36,6 +37,7 @@ def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None
     server refuses to start rather than fail on the first A2A or MCP request."""
     StateSettings.from_env(env)
     allowed_networks(env)  # AGENT_A2A_PUSH_ALLOWED_NETWORKS
+    signer_from_env(env)  # AGENT_A2A_PUSH_SIGNING_KEY_FILE: readable, and a key we can sign with
     return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), *oauth_frontends(env),
             make_frontend(playground)]
 

@@ -1,10 +1,12 @@
 """Agent Cards: what each public network looks like to an A2A client.
 
 A network's card comes from its Function (description) and the concierge listing
-(tags); its one interface is the JSON-RPC binding at ``<base>/a2a/<agent>``. The
+(tags); its interfaces are the JSON-RPC binding at ``<base>/a2a/<agent>`` (1.0 and 0.3) and
+the HTTP+JSON binding at ``<base>/a2a/<agent>/rest``. The
 server-wide card at ``/.well-known/agent-card.json`` is a directory: one skill per
-public network, and each network's interface (with the network's name as ``tenant``)
-— clients talk to a network through its own card.
+public network, and one JSON-RPC interface at ``<base>/a2a`` where each request names its
+network in ``tenant`` (no network is preferred, so a client that resolves this card must
+choose one); clients usually talk to a network through its own card.
 """
 
 from __future__ import annotations
@@ -39,13 +41,16 @@ def agent_url(base: str, agent: str) -> str:
     return f"{base}/a2a/{agent}"
 
 
-def _interface(base: str, agent: str, tenant: str = "", version: str = PROTOCOL_VERSION_CURRENT) -> AgentInterface:
-    return AgentInterface(
-        url=agent_url(base, agent),
-        protocol_binding=TransportProtocol.JSONRPC.value,
-        protocol_version=version,
-        tenant=tenant,
-    )
+def _interface(url: str, binding: TransportProtocol = TransportProtocol.JSONRPC,
+               version: str = PROTOCOL_VERSION_CURRENT) -> AgentInterface:
+    return AgentInterface(url=url, protocol_binding=binding.value, protocol_version=version)
+
+
+def network_interfaces(base: str, agent: str) -> list[AgentInterface]:
+    """JSON-RPC (preferred, first), HTTP+JSON, and JSON-RPC for 0.3 clients (the same endpoint)."""
+    url = agent_url(base, agent)
+    return [_interface(url), _interface(f"{url}/rest", TransportProtocol.HTTP_JSON),
+            _interface(url, version=PROTOCOL_VERSION_0_3)]
 
 
 def card_to_json(card: AgentCard) -> dict[str, Any]:
@@ -114,8 +119,7 @@ def network_card(
         description=description or f"the {agent} agent network",
         version=__version__,
         provider=AgentProvider(organization=SERVER_NAME, url=base),
-        # The same endpoint answers 0.3 clients (the SDK's compatibility layer).
-        supported_interfaces=[_interface(base, agent), _interface(base, agent, version=PROTOCOL_VERSION_0_3)],
+        supported_interfaces=network_interfaces(base, agent),
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=TEXT_MODES,
         default_output_modes=TEXT_MODES,
@@ -130,11 +134,13 @@ def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], securit
     listed = list(agents)
     card = AgentCard(
         name=SERVER_NAME,
-        description="neuro-san agent networks; each skill is a network with its own card at "
-        f"{base}/a2a/<network>/.well-known/agent-card.json",
+        description="neuro-san agent networks: each skill is a network with its own card (JSON-RPC and "
+        f"HTTP+JSON interfaces) at {base}/a2a/<network>/.well-known/agent-card.json; the interface below "
+        "serves every network, named by each request's tenant",
         version=__version__,
         provider=AgentProvider(organization=SERVER_NAME, url=base),
-        supported_interfaces=[_interface(base, name, tenant=name) for name, _, _ in listed],
+        # One endpoint for all networks, with no tenant preferred: a client must choose.
+        supported_interfaces=[_interface(f"{base}/a2a")],
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=TEXT_MODES,
         default_output_modes=TEXT_MODES,

@@ -175,7 +175,7 @@ class NetworkExecutor(AgentExecutor):
         chat = asyncio.ensure_future(
             self._converse(request, metadata, thinking, updater, state, task_id, artifact_id)
         )
-        unregister = self._state.register_chat("a2a", task_id, lambda: None if chat.cancel() else None)
+        unregister = self._state.register_chat("a2a", task_id, chat.cancel)
         try:
             answer = await chat
         except asyncio.CancelledError:

@@ -5,11 +5,16 @@ Routes (mounted through :mod:`gateway.host.frontends`):
 - ``GET /.well-known/agent-card.json``: the server-wide card (a directory of networks);
 - ``GET /a2a/{agent}/.well-known/agent-card.json`` (and the 0.3 name ``agent.json``);
 - ``POST /a2a/{agent}``: the JSON-RPC binding (A2A 1.0 method names, and the 0.3 ones
-  through the SDK's compatibility layer).
+  through the SDK's compatibility layer); ``POST /a2a``: the same, the network named by
+  the request's ``tenant`` (the server-wide card's one interface);
+- ``/a2a/{agent}/rest/...``: the HTTP+JSON binding (the SDK's REST routes);
+- ``GET /.well-known/jwks.json``: the key of signed push notifications.
 
-The JSON-RPC body is handled by the a2a-sdk's own dispatcher and request handler
-(validation, error codes, task lifecycle, SSE), run through a small ASGI bridge
-(:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the invoker.
+The bodies are handled by the a2a-sdk's own dispatchers and request handler (validation,
+error codes, task lifecycle, SSE, push notifications), run through a small ASGI bridge
+(:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the invoker. Tasks,
+their events, push configurations and contextIds live in the shared state
+(:mod:`gateway.state`): Redis with ``AGENT_REDIS_URL``, so any replica answers any request.
 """
 
 from __future__ import annotations
@@ -17,28 +22,33 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
 import grpc
+from a2a.server.cluster import TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificationConfigStore
+from a2a.types import Task, TaskStatusUpdateEvent
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
 from neuro_san.api.grpc import agent_pb2, concierge_pb2
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Router
 
-from gateway.a2a.asgi_bridge import Receive, Scope, Send, call_asgi
+from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, STREAMING_KEY, NetworkExecutor
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
 from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
-from gateway.a2a.routes import A2A_ROUTES
+from gateway.a2a.push_signing import signer_from_env
+from gateway.a2a.routes import A2A_ROUTES, REST_PREFIX
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
@@ -125,6 +135,21 @@ def _state_unavailable(request_id: Any) -> JSONResponse:
                         headers={"Retry-After": RETRY_AFTER})
 
 
+class _Handler(DefaultRequestHandler):
+    """The SDK's handler, and a push notification for a cancel written here for a task that
+    runs on another replica (whose own consumer sees it as a version conflict, not an event).
+    ``_cancel_remote`` is the SDK's own (private) step for exactly that case; the scale-out
+    test's webhook fails if a new SDK renames it."""
+
+    async def _cancel_remote(self, task_id: str, task: Task, version: TaskVersion,
+                             context: ServerCallContext) -> Task:
+        cancelled: Task = await super()._cancel_remote(task_id, task, version, context)
+        if self._push_sender is not None:
+            await self._push_sender.send_notification(task_id, TaskStatusUpdateEvent(
+                task_id=task_id, context_id=cancelled.context_id, status=cancelled.status))
+        return cancelled
+
+
 class A2AFrontEnd:
     """Serves the cards and the JSON-RPC binding; one task store and executor for all networks."""
 
@@ -146,12 +171,15 @@ class A2AFrontEnd:
         push_store: PushNotificationConfigStore = (
             RedisPushConfigStore(cast("RedisState", self.state), settings.task_ttl_seconds) if self.state.shared
             else InMemoryPushNotificationConfigStore(owner_resolver=resolve_owner))
-        self.push = RetryingPushSender(push_store, policy)
+        self.signer = signer_from_env()
+        self.push = RetryingPushSender(push_store, policy, signer=self.signer)
         executor = NetworkExecutor(
             context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
             self.state, self.tasks,
         )
-        self.handler = DefaultRequestHandler(
+        if self.tasks is not None:
+            self.tasks.push_sender = self.push
+        self.handler = _Handler(
             agent_executor=executor,
             task_store=self.tasks or BoundedTaskStore(),
             # Only read for the extended card, which we do not offer; the real cards are per request.
@@ -163,10 +191,12 @@ class A2AFrontEnd:
             push_url_validator=functools.partial(check_url, policy),
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
+        self._rest = Router(routes=create_rest_routes(self.handler, _StateFromScope()))
 
     def routes(self) -> Iterable[FrontEndRoute]:
         handlers = {"a2a_server_card": self.server_card, "a2a_agent_card": self.agent_card,
-                     "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc}
+                    "a2a_agent_card_v03": self.agent_card, "a2a_jsonrpc": self.jsonrpc,
+                    "a2a_jsonrpc_tenant": self.jsonrpc_by_tenant, "a2a_rest": self.rest, "a2a_jwks": self.jwks}
         return [FrontEndRoute(s.http_method, s.template, s.name, handlers[s.name], refusal=s.refusal,
                               takes_body=s.takes_body, drains=s.drains) for s in A2A_ROUTES]
 
@@ -225,6 +255,79 @@ class A2AFrontEnd:
         card = server_card(_base_url(request), agents, await _card_security(self._secured))
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
+    async def jwks(self, _request: web.Request, _captures: dict[str, str], _body: bytes) -> web.StreamResponse:
+        if self.signer is None:
+            return json_response(404, dumps({"code": 5, "message": "push notifications are not signed here "
+                                             "(no AGENT_A2A_PUSH_SIGNING_KEY_FILE)", "details": []}))
+        return json_response(200, json.dumps(self.signer.jwks()).encode())
+
+    async def jsonrpc_by_tenant(self, request: web.Request, _captures: dict[str, str], raw: bytes) -> (
+        web.StreamResponse
+    ):
+        """``POST /a2a``: JSON-RPC for the network the request names in ``params.tenant``."""
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as error:
+            return _jsonrpc_error(200, -32700, f"Parse error: {error}")
+        params = body.get("params") if isinstance(body, dict) else None
+        tenant = params.get("tenant") if isinstance(params, dict) else None
+        if not isinstance(tenant, str) or not tenant.strip("/"):
+            return _jsonrpc_error(200, -32602, "name the agent network in params.tenant (the skills of "
+                                  f"{_base_url(request)}/.well-known/agent-card.json), or use the network's own "
+                                  "card at /a2a/<network>/.well-known/agent-card.json")
+        return await self.jsonrpc(request, {"agent": tenant.strip("/")}, raw)
+
+    async def rest(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
+        """The HTTP+JSON binding: the a2a-sdk's REST routes, below ``/a2a/<network>/rest``."""
+        agent = captures["agent"]
+        if not await self.state.available():
+            body = {"code": 14, "status": "UNAVAILABLE", "message": STATE_UNAVAILABLE}
+            return json_response(503, dumps({"error": body}), [("Retry-After", RETRY_AFTER)])
+        try:
+            await self._description(request, agent)
+        except grpc.aio.AioRpcError as error:
+            status, failure_body = status_from_rpc_error(error)
+            return json_response(status, dumps(failure_body))
+        path = request.path.split(f"{agent}{REST_PREFIX}", 1)[-1]
+        refusals: list[RpcFailure] = []
+        state = self._call_state(request, agent, refusals, streaming=path.endswith(":stream"))
+        extra = {_SCOPE_STATE: state, "path": path, "raw_path": path.encode()}
+        return await call_asgi(self._rest_refusing(refusals), request, raw, extra)
+
+    def _rest_refusing(self, refusals: list[RpcFailure]) -> AsgiApp:
+        """The SDK's REST router; a ``message:send`` the service refused (limits, busy server)
+        is answered with the refusal's HTTP status, Status body and Retry-After, as the REST
+        API answers it (a stream has started by then: its task fails with the message)."""
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            replaced = False
+
+            async def send_or_refuse(message: MutableMapping[str, Any]) -> None:
+                nonlocal replaced
+                if message["type"] == "http.response.start" and refusals:
+                    replaced, failure = True, refusals[-1]
+                    headers = [(b"content-type", b"application/json"),
+                               *((name.lower().encode(), value.encode()) for name, value in failure.headers())]
+                    await send({"type": "http.response.start", "status": failure.http_status, "headers": headers})
+                    await send({"type": "http.response.body", "body": dumps({"error": failure.status_dict()})})
+                elif not replaced:
+                    await send(message)
+
+            await self._rest(scope, receive, send_or_refuse)
+
+        return app
+
+    def _call_state(
+        self, request: web.Request, agent: str, refusals: list[RpcFailure], streaming: bool = False
+    ) -> dict[str, Any]:
+        """``streaming``: a streaming method, whose answer streams as artifact chunks."""
+        return {
+            REFUSALS_KEY: refusals,
+            AGENT_KEY: agent,
+            GRPC_METADATA_KEY: self._metadata(request),
+            OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
+            STREAMING_KEY: streaming,
+        }
+
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
         if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
@@ -247,13 +350,7 @@ class A2AFrontEnd:
             return _jsonrpc_error(200, -32600, f"method {method!r} is A2A 0.3 but {VERSION_HEADER} is {version!r}; "
                                   "send A2A 1.0 method names (SendMessage…) or no version header")
         refusals: list[RpcFailure] = []
-        state = {
-            REFUSALS_KEY: refusals,
-            AGENT_KEY: agent,
-            GRPC_METADATA_KEY: self._metadata(request),
-            OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
-            STREAMING_KEY: method in _STREAMING_METHODS,
-        }
+        state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
 
         outages = self.state.outages
 

@@ -13,7 +13,8 @@ their delivery with retries.
   are not followed.
 - Delivery: the task's events are posted in order, each as the A2A ``StreamResponse``
   JSON, with the configuration's ``token`` in ``X-A2A-Notification-Token`` and its
-  ``authentication`` (scheme and credentials) in ``Authorization``, as the spec describes.
+  ``authentication`` (scheme and credentials) in ``Authorization``, as the spec describes;
+  without credentials, and with a signing key, a signed JWT instead (:mod:`push_signing`).
   A 5xx, 408, 429 or a connection failure is retried with exponential backoff
   (:data:`ATTEMPTS` attempts); any other 4xx is final. Each attempt re-reads the
   configurations, so deleting one stops its deliveries, retries included. Delivery runs
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,7 @@ from gateway.a2a.tasks import resolve_owner
 if TYPE_CHECKING:
     from gateway.state.redis_state import RedisState  # imports redis: only with AGENT_REDIS_URL
 from gateway.a2a.push_policy import PushUrlPolicy
+from gateway.a2a.push_signing import PushSigner
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +107,10 @@ class RetryingPushSender(PushNotificationSender):
     """Posts each task's events to its webhooks in order, in the background, with retries."""
 
     def __init__(self, store: PushNotificationConfigStore, policy: PushUrlPolicy,
-                 client: httpx.AsyncClient | None = None) -> None:
+                 client: httpx.AsyncClient | None = None, signer: PushSigner | None = None) -> None:
         self._store = store
         self._policy = policy
+        self._signer = signer
         self._client = client or httpx.AsyncClient(timeout=10.0, follow_redirects=False)
         self._queues: dict[str, asyncio.Queue[PushNotificationEvent]] = {}
         self._workers: set[asyncio.Task[None]] = set()
@@ -127,7 +131,7 @@ class RetryingPushSender(PushNotificationSender):
         try:
             while not queue.empty():
                 event = queue.get_nowait()
-                body = MessageToDict(to_stream_response(event))
+                body = json.dumps(MessageToDict(to_stream_response(event))).encode()
                 configs = await self._store.get_info_for_dispatch(task_id)
                 await asyncio.gather(*(self._deliver(task_id, config.id, body) for config in configs))
         except Exception:  # best effort, as the SDK asks: never disturb the task
@@ -142,7 +146,7 @@ class RetryingPushSender(PushNotificationSender):
                 return config
         return None
 
-    async def _deliver(self, task_id: str, config_id: str, body: dict[str, object]) -> None:
+    async def _deliver(self, task_id: str, config_id: str, body: bytes) -> None:
         backoff = FIRST_BACKOFF_SECONDS
         for attempt in range(1, ATTEMPTS + 1):
             config = await self._current(task_id, config_id)  # deleted: stop, retries included
@@ -152,11 +156,15 @@ class RetryingPushSender(PushNotificationSender):
             if reason is not None:
                 log.warning("push notification for task %s not sent: %s", task_id, reason)
                 return
-            headers = {TOKEN_HEADER: config.token} if config.token else {}
+            headers = {"Content-Type": "application/json"}
+            if config.token:
+                headers[TOKEN_HEADER] = config.token
             if config.HasField("authentication") and config.authentication.credentials:
                 headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
+            elif self._signer is not None:  # signed for this URL and this exact body
+                headers["Authorization"] = f"Bearer {self._signer.token(config.url, body, task_id)}"
             try:
-                response = await self._client.post(config.url, json=body, headers=headers)
+                response = await self._client.post(config.url, content=body, headers=headers)
                 if response.status_code < 300:
                     return
                 if response.status_code < 500 and response.status_code not in _RETRIED:

@@ -41,7 +41,7 @@ from a2a.server.cluster import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.server.tasks import InMemoryTaskStore
+from a2a.server.tasks import InMemoryTaskStore, PushNotificationSender
 from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
@@ -137,6 +137,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         self._ttl_ms = int(1000 * (ttl_seconds or StateSettings.from_env().task_ttl_seconds))
         self._save = self.redis.register_script(_SAVE)
         self._reaper: asyncio.Task[None] | None = None
+        #: Told of a task this replica failed for a dead one (the push notifications).
+        self.push_sender: PushNotificationSender | None = None
 
     @staticmethod
     def _task_key(task_id: str) -> str:
@@ -294,6 +296,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         log.warning("A2A task %s failed: %s", task_id, reason)
         event = TaskStatusUpdateEvent(task_id=task_id, context_id=task.context_id, status=failed.status)
         await self.publish(task_id, VersionedEvent(event, new_version))
+        if self.push_sender is not None:  # the dead replica cannot say it: this one does
+            await self.push_sender.send_notification(task_id, event)
         return StoredTask(failed, new_version)
 
     async def _reap_loop(self) -> None:
@@ -313,6 +317,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
                 continue  # Redis is away: logged; look again later
             except REDIS_ERRORS as error:  # a pipeline error the guard did not see
                 self.state.outage(error)
+            except Exception:  # an entry it cannot read must not stop the reaping for good
+                log.exception("reaping the tasks of stopped replicas failed; trying again later")
 
     def start(self) -> None:
         if self._reaper is None:

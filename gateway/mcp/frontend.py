@@ -182,10 +182,10 @@ class McpFrontEnd:
         stream cancels); the HTTP handler being cancelled (client gone) cancels it too."""
         work = asyncio.ensure_future(self._dispatcher.answer(call))
         key = (session or "", request_id)
-        unregister: Callable[[], None] = _nothing
+        unregister: Callable[[], object] = _nothing
         if session is not None:  # the handshake era: notifications/cancelled may name it, here or elsewhere
             self._in_flight[key] = work
-            unregister = self._state.register_chat("mcp", _shared_key(key), lambda: None if work.cancel() else None)
+            unregister = self._state.register_chat("mcp", _shared_key(key), work.cancel)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:

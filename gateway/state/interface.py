@@ -1,8 +1,12 @@
-"""The shared front-end state's interface and settings (see :mod:`gateway.state`)."""
+"""The shared state's interface and settings (see :mod:`gateway.state` for what it is for).
 
+Kept apart from the package's factory so that the implementations (``memory``,
+``redis_state``) import this module and the factory imports them, without a circle.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -19,7 +23,7 @@ DEFAULT_LEASE_SECONDS = 15.0
 
 #: What a cancellation names: the protocol (``a2a``, ``mcp``) and the chat's key in it.
 ChatKind = str
-CancelCallback = Callable[[], None]
+CancelCallback = Callable[[], object]
 
 
 class StateUnavailable(RuntimeError):
@@ -106,11 +110,11 @@ class StateSettings:
         url = env.get(REDIS_URL_ENV, "").strip()
         if url and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
             raise ValueError(f"{REDIS_URL_ENV} must be a redis://, rediss:// or unix:// URL, not {url!r}")
+        if url and importlib.util.find_spec("redis") is None:
+            raise ValueError(f"{REDIS_URL_ENV} needs the redis package: pip install 'neuro-san-grpc[redis]'")
         return cls(
             redis_url=url,
             lease_seconds=_seconds(env, LEASE_ENV, DEFAULT_LEASE_SECONDS, 1, 3600),
             task_ttl_seconds=_seconds(env, "AGENT_A2A_TASK_TTL_SECONDS", 24 * 3600.0, 60, 366 * 86400),
             context_ttl_seconds=_seconds(env, "AGENT_A2A_CONTEXT_TTL_SECONDS", 3600.0, 1, 366 * 86400),
         )
-
-

@@ -57,13 +57,16 @@ def _chat(server: ServerProcess) -> grpc.StatusCode:
     return grpc.StatusCode.OK
 
 
+# AGENT_REDIS_URL alone (the shared front-end state) shares the limits too: one Redis by default
+# (without the server reading it for limits, the 4th chat would pass: 3 is per replica).
+@pytest.mark.parametrize("variable", ["AGENT_LIMITS_REDIS_URL", "AGENT_REDIS_URL"])
 def test_two_replicas_share_a_key_s_limit_and_survive_a_redis_outage(
-    redis_server: tuple[subprocess.Popen[bytes], int], tmp_path: Path
+    redis_server: tuple[subprocess.Popen[bytes], int], tmp_path: Path, variable: str
 ) -> None:
     process, port = redis_server
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps(KEYS))
-    env = {"AGENT_API_KEYS_FILE": str(keys), "AGENT_LIMITS_REDIS_URL": f"redis://127.0.0.1:{port}/0"}
+    env = {"AGENT_API_KEYS_FILE": str(keys), variable: f"redis://127.0.0.1:{port}/0"}
     with start_server(env=env) as a, start_server(env=env) as b:
         # 3 chats per hour for the key, across both replicas.
         assert [_chat(a), _chat(b), _chat(a)] == [grpc.StatusCode.OK] * 3

@@ -85,6 +85,8 @@ FORBIDDEN: tuple[Rule, ...] = (
     Rule((INVOKERS,), (HOST, TRANSCODER, *FRONT_ENDS, *COMPOSITION), "the invokers know only the service's API"),
     Rule((TRANSCODER,), (*FRONT_ENDS, *COMPOSITION, *INVOKER_IMPLEMENTATIONS),
          "the transcoder knows only descriptors and an invoker"),
+    Rule(("gateway.state",), (HOST, TRANSCODER, INVOKERS, *FRONT_ENDS, *COMPOSITION),
+         "the shared front-end state is a store the front-ends use; it knows none of them"),
     *(
         Rule((room,), (*(other for other in FRONT_ENDS if other != room), *COMPOSITION, *INVOKER_IMPLEMENTATIONS,
                        *TRANSCODER_INSIDES),

@@ -33,6 +33,7 @@ from a2a.types import (
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest,
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
@@ -72,14 +73,17 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServe
 
 
 @asynccontextmanager
-async def client_for(base: str, streaming: bool, served: list[str] | None = None) -> AsyncIterator[Client]:
-    """The SDK client of the echo network at ``base``; ``served`` collects X-Served-By."""
+async def client_for(
+    base: str, streaming: bool, served: list[str] | None = None, binding: str = "JSONRPC"
+) -> AsyncIterator[Client]:
+    """The SDK client of the echo network at ``base`` over ``binding``; ``served`` collects X-Served-By."""
     async def note(response: httpx.Response) -> None:
         if served is not None and SERVED_BY in response.headers:
             served.append(response.headers[SERVED_BY])
 
     async with httpx.AsyncClient(timeout=30, event_hooks={"response": [note]}) as http:
-        client = await create_client(f"{base}/a2a/echo", ClientConfig(streaming=streaming, httpx_client=http))
+        config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding])
+        client = await create_client(f"{base}/a2a/echo", config)
         try:
             yield client
         finally:
@@ -119,6 +123,8 @@ def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
             assert got.status.state == TaskState.TASK_STATE_COMPLETED
             assert [p.text for a in got.artifacts for p in a.parts] == [p.text for a in task.artifacts
                                                                         for p in a.parts]
+            listed = await c2.list_tasks(ListTasksRequest())
+            assert task.id in [t.id for t in listed.tasks]
             await send(c2, user_message("and now?", context_id=task.context_id))  # contextId alone
         last = list(fake.requests)[-1]
         assert last.last_input_text() == "and now?"
@@ -135,8 +141,11 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
 
     async def scenario() -> None:
         before_requests, before_cancelled = fake.request_count, fake.handlers_cancelled
-        async with client_for(r0, True) as c0, client_for(r1, True) as c1, client_for(r2, False) as c2:
-            stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time")))
+        async with Receiver(failures=0) as receiver, client_for(r0, True) as c0, client_for(r1, True) as c1, \
+                client_for(r2, False) as c2:
+            hook = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
+            stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time"),
+                                                        configuration=hook))
             task_id = ""
             async for event in stream:
                 if event.HasField("task"):
@@ -155,6 +164,8 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
             # r0, running the chat, dropped its LLM connection (the fake's handler saw the client go).
             assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
             assert (await c2.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED
+            # The webhook hears of it too, from r2 which wrote the cancel.
+            assert await _until(lambda: "TASK_STATE_CANCELED" in receiver.delivered_states())
         assert "cancelled from another replica" in running.replicas[0].log()
 
     asyncio.run(scenario())
@@ -190,13 +201,17 @@ def test_through_the_balancer_every_protocol_works_whichever_replica_answers(
     served: list[str] = []
 
     async def a2a() -> None:
-        async with client_for(running.http_base, False, served) as client:
-            for turn in range(3):
-                events = await send(client, user_message(f"turn {turn}"))
-                task = events[-1].task
-                assert task.status.state == TaskState.TASK_STATE_COMPLETED
-                assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
-                await send(client, user_message("again", context_id=task.context_id))
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            async with client_for(running.http_base, False, served, binding) as client:
+                await a2a_turns(client)
+
+    async def a2a_turns(client: Client) -> None:
+        for turn in range(3):
+            events = await send(client, user_message(f"turn {turn}"))
+            task = events[-1].task
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
+            await send(client, user_message("again", context_id=task.context_id))
 
     asyncio.run(a2a())
     assert len(set(served)) == 3, served  # round-robin, no stickiness: every replica answered some
@@ -339,8 +354,11 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
 
     async def scenario() -> None:
         before = fake.request_count
-        async with client_for(victim.http_base, True) as doomed, client_for(r0, False) as survivor:
-            stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes")))
+        async with Receiver(failures=0) as receiver, client_for(victim.http_base, True) as doomed, \
+                client_for(r0, False) as survivor:
+            hook = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
+            stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes"),
+                                                            configuration=hook))
             task_id = ""
             async for event in stream:
                 if event.HasField("task"):
@@ -361,6 +379,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
                 await asyncio.sleep(0.2)
             assert with_reason is not None, "the dead replica's task never ended"
             assert "stopped before it ended" in with_reason.status.message.parts[0].text
+            assert await _until(lambda: "TASK_STATE_FAILED" in receiver.delivered_states())  # told by a survivor
         # The balancer and the other replicas go on.
         async with client_for(running.http_base, False) as client:
             for _ in range(3):

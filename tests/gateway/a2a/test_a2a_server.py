@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -20,7 +21,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
-from tests.a2a_support import a2a_client, as_dict, send, user_message
+from tests.a2a_support import a2a_client, as_dict, final_text, send, user_message
 from tests.fakes.fake_llm import Reply
 from tests.support.fake_thread import fake_backed_server
 from tests.support.servers import ServerProcess, start_server
@@ -222,3 +223,43 @@ def test_with_api_keys_cards_declare_them_and_calls_need_one() -> None:
             assert "6*7" not in _chat_context_texts(as_dict(theirs.artifacts[0].metadata))
 
         asyncio.run(scenario())
+
+
+def test_the_rest_binding_and_the_tenant_endpoint_serve_each_network(server: ServerProcess) -> None:
+    base = server.http_base
+    card = httpx.get(f"{base}/a2a/math_guy/.well-known/agent-card.json", timeout=10).json()
+    bindings = [(i["protocolBinding"], i["url"], i["protocolVersion"]) for i in card["supportedInterfaces"]]
+    assert bindings[:2] == [("JSONRPC", f"{base}/a2a/math_guy", "1.0"),
+                            ("HTTP+JSON", f"{base}/a2a/math_guy/rest", "1.0")]
+    directory = httpx.get(f"{base}/.well-known/agent-card.json", timeout=10).json()
+    # One interface for every network, none preferred: the request names its network.
+    assert [(i["url"], i.get("tenant", "")) for i in directory["supportedInterfaces"]] == [(f"{base}/a2a", "")]
+    assert httpx.get(f"{base}/.well-known/jwks.json", timeout=10).status_code == 404  # no signing key here
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(timeout=30) as http:
+            config = ClientConfig(streaming=False, httpx_client=http, supported_protocol_bindings=["HTTP+JSON"])
+            client = await create_client(f"{base}/a2a/math_guy", config)
+            try:
+                events = await send(client, user_message("6*7"))
+                task = events[-1].task
+                assert task.status.state == TaskState.TASK_STATE_COMPLETED and "42" in final_text(events)
+                assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
+            finally:
+                await client.close()
+            # The same task over JSON-RPC: one store behind both bindings.
+            async with a2a_client(f"{base}/a2a/math_guy", streaming=False) as jsonrpc:
+                same = await jsonrpc.get_task(GetTaskRequest(id=task.id))
+                assert same.status.state == TaskState.TASK_STATE_COMPLETED
+            missing = await http.get(f"{base}/a2a/nobody/rest/tasks/x")
+            assert missing.status_code == 404
+            unknown_task = await http.get(f"{base}/a2a/math_guy/rest/tasks/not-a-task")
+            assert unknown_task.status_code == 404
+            request = {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": task.id}}
+            named = await http.post(f"{base}/a2a", json={**request, "params": {"id": task.id, "tenant": "math_guy"}},
+                                    headers={"A2A-Version": "1.0"})
+            assert named.json()["result"]["id"] == task.id
+            unnamed = (await http.post(f"{base}/a2a", json=request, headers={"A2A-Version": "1.0"})).json()
+            assert unnamed["error"]["code"] == -32602 and "tenant" in unnamed["error"]["message"]
+
+    asyncio.run(scenario())

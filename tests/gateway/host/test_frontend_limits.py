@@ -158,6 +158,13 @@ def test_a2a_a_key_over_its_rate_is_refused_with_429_and_retry_after(server: Ser
     assert envelope["id"] == 11 and envelope["error"]["code"] == RATE_LIMITED
     assert "rate limit of 2 chats per 3600 s" in envelope["error"]["message"]
     assert 0 < _retry_after(response) <= HOUR
+    # The HTTP+JSON binding answers as the REST API does: 429, Retry-After, a Status body.
+    message = {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "over REST"}]}
+    rest = httpx.post(f"{url}/rest/message:send", json={"message": message}, timeout=30,
+                      headers={"A2A-Version": "1.0", **_auth("a2a-rate-key")})
+    assert rest.status_code == 429, rest.text
+    assert "rate limit of 2 chats per 3600 s" in rest.json()["error"]["message"]
+    assert 0 < _retry_after(rest) <= HOUR
     served = _a2a_send(server, "other-key", "meanwhile")
     assert served.status_code == 200, served.text
     assert served.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
