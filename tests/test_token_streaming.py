@@ -32,7 +32,9 @@ from gateway.composition import protocol_frontends, start_gateway
 from gateway.invokers.inprocess import InProcessInvoker
 from neuro_san.client import AsyncAgentClient
 from neuro_san.client.errors import ClientError
-from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType
+from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType, Origin
+from neuro_san.llm.interface import TextDelta
+from neuro_san.runtime.context import Journal
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script
@@ -253,3 +255,31 @@ def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Pat
         assert all("delta_kind" not in line["response"] and "request" not in line for line in delta_lines)
 
     run_http(tmp_path, body, pace=0.1)
+
+
+def test_deltas_waiting_for_a_slow_reader_join_and_keep_their_order() -> None:
+    async def scenario() -> None:
+        journal = Journal(streaming=True, tokens="all")
+        assert journal.queue is not None
+        front, helper = (Origin("front"),), (Origin("front"), Origin("helper"))
+        write, help_ = journal.delta_sink(front), journal.delta_sink(helper)
+        assert write is not None and help_ is not None
+        write(TextDelta("The "))
+        write(TextDelta("answer "))  # nobody took the first yet: it joins
+        write(TextDelta("hmm", reasoning=True))  # another kind: its own message
+        write(TextDelta("is "))  # the reasoning is last in line now: its own message too
+        help_(TextDelta("42"))  # another agent: its own message
+        taken = [journal.queue.get_nowait() for _ in range(journal.queue.qsize())]
+        assert [(m.text, m.delta_kind, len(m.origin)) for m in taken] == [
+            ("The answer ", DeltaKind.ANSWER, 1), ("hmm", DeltaKind.REASONING, 1),
+            ("is ", DeltaKind.ANSWER, 1), ("42", DeltaKind.ANSWER, 2),
+        ]  # fmt: skip
+        write(TextDelta("forty"))  # the last one was taken: a new message
+        write(TextDelta(" two"))
+        journal.emit(ChatMessage(MessageType.AI, "done", front))  # a complete message ends the run
+        write(TextDelta("!"))
+        taken = [journal.queue.get_nowait() for _ in range(journal.queue.qsize())]
+        assert [m.text for m in taken] == ["forty two", "done", "!"]
+        assert Journal(streaming=False, tokens="front").delta_sink(helper) is None  # MINIMAL: the front man's only
+
+    asyncio.run(scenario())
