@@ -32,7 +32,8 @@ def run_s9(s: Settings, fast: bool) -> dict[str, Any]:
                 # Per token the model wrote (WORDS a chat), however many deltas carried them.
                 tokens = measured["completed"] * WORDS
                 measured["cpu_us_per_token"] = measured["server_cpu_s"] * 1e6 / tokens if tokens else 0.0
-                measured["deltas_per_chat"] = measured["deltas"] / measured["completed"] if measured["completed"] else 0.0
+                chats = measured["completed"]
+                measured["deltas_per_chat"] = measured["deltas"] / chats if chats else 0.0
                 result[transport] = measured
             # The same chats without stream_tokens: the answer comes whole (no pace).
             plain = closed_spec("http", server.http_base, "echo", s.clients, s.load_seconds, s, fast)
