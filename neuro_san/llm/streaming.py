@@ -16,6 +16,9 @@ Each provider's adapter supplies an :class:`Assembler`: it is fed the decoded ev
 order, tells the delta sink each piece of text as it comes, and finally gives the reply
 object in the provider's *non-streaming* shape, so the adapter's ``parse_reply`` reads a
 streamed reply exactly as it reads a whole one (tool calls, usage, truncation alike).
+The assemblers run once per token: they test decoded JSON with ``isinstance(x, dict)``
+(``json`` only makes dicts), not against the ``Mapping`` ABC, whose check was a measurable
+share of the server's CPU per token.
 """
 
 from __future__ import annotations
