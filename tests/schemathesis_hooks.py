@@ -1,6 +1,6 @@
 """Schemathesis hooks for the suite: read JSON-lines stream bodies, so every line of a
 StreamingChat answer is validated against the ChatResponse schema (loaded through
-SCHEMATHESIS_HOOKS by tests/test_gateway_schemathesis.py)."""
+SCHEMATHESIS_HOOKS by tests/gateway/transcoder/test_gateway_schemathesis.py)."""
 
 from __future__ import annotations
 

@@ -114,6 +114,7 @@ def add_commands(commands: Any) -> None:
 
 
 def make_client(args: argparse.Namespace) -> AsyncAgentClient:
+    # Lazy: the client library loads when a command runs (module docstring).
     from neuro_san.client.api import DEFAULT_GRPC_PORT, DEFAULT_HTTP_PORT, AsyncAgentClient
 
     metadata = _metadata(args.metadata)
@@ -139,6 +140,7 @@ def _command(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     """Run a command; turn client errors into a message on stderr and an exit status."""
 
     def run(args: argparse.Namespace) -> int:
+        # Lazy: loaded when a command runs (module docstring).
         from neuro_san.cli.render import Style, wants_colour
         from neuro_san.client import errors
 
@@ -167,6 +169,7 @@ def _command(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 
 
 def _run(coroutine_factory: Callable[[AsyncAgentClient], Any], args: argparse.Namespace) -> Any:
+    # Lazy: loaded when a command runs (module docstring).
     import asyncio
 
     async def main() -> Any:
@@ -177,12 +180,14 @@ def _run(coroutine_factory: Callable[[AsyncAgentClient], Any], args: argparse.Na
 
 
 def _chat(args: argparse.Namespace) -> int:
+    # Lazy: loaded when a command runs (module docstring).
     from neuro_san.cli.chat_command import run_chat
 
     return run_chat(args, make_client)
 
 
 def _list(args: argparse.Namespace) -> int:
+    # Lazy: loaded when a command runs (module docstring).
     import json
 
     from neuro_san.cli.render import Style, wants_colour
@@ -201,6 +206,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _function(args: argparse.Namespace) -> int:
+    # Lazy: loaded when a command runs (module docstring).
     import json
 
     from neuro_san.cli.render import Style, wants_colour
@@ -220,6 +226,7 @@ def _function(args: argparse.Namespace) -> int:
 
 
 def _connectivity(args: argparse.Namespace) -> int:
+    # Lazy: loaded when a command runs (module docstring).
     from neuro_san.cli.render import Style, render_connectivity, wants_colour
 
     connectivity = _run(lambda client: client.connectivity(args.agent, timeout=args.timeout), args)

@@ -28,6 +28,7 @@ def loop_runner(env: Mapping[str, str] | None = None) -> Runner:
     if choice == "asyncio":
         return asyncio.run
     try:
+        # Optional (the `fast` extra), and only when chosen.
         import uvloop
     except ImportError:
         if choice == "uvloop":

@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    # Lazy: the network loader only for `validate`, not every command.
     from neuro_san.network.validate import main_validate
 
     return main_validate(list(args.paths))

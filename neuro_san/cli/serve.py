@@ -7,11 +7,9 @@ import asyncio
 import logging
 import os
 import signal
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the server is imported when it runs, so client commands start fast
-    from neuro_san.service.server import ServerConfig
+from neuro_san.cli.serve_settings import config_from_args, http_tls_files
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -84,43 +82,6 @@ def _add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def http_tls_files(args: argparse.Namespace, config: ServerConfig) -> tuple[Path | None, Path | None, Path | None]:
-    """(cert, key, client CA) for HTTPS: each ``--http-tls-*`` file, else its gRPC twin."""
-    if args.http_plaintext:
-        return None, None, None
-
-    def pick(http_value: str | None, grpc_value: Path | None) -> Path | None:
-        return Path(http_value) if http_value else grpc_value
-
-    return (
-        pick(args.http_tls_cert, config.tls_cert),
-        pick(args.http_tls_key, config.tls_key),
-        pick(args.http_tls_client_ca, config.tls_client_ca),
-    )
-
-
-def config_from_args(args: argparse.Namespace) -> ServerConfig:
-    from neuro_san.service.server import ServerConfig
-
-    config = ServerConfig.from_env()
-    if args.host:
-        config.host = args.host
-    if args.port is not None:
-        config.port = args.port
-    if args.manifest:
-        config.manifest_paths = [Path(m) for m in args.manifest]
-    if args.tool_path:
-        config.tool_paths = [Path(p) for p in args.tool_path]
-    if args.server_name:
-        config.server_name = args.server_name
-    if getattr(args, "tracing", None):
-        config.tracing = True
-    for name in ("tls_cert", "tls_key", "tls_client_ca"):
-        if getattr(args, name):
-            setattr(config, name, Path(getattr(args, name)))
-    return config
-
-
 def run(args: argparse.Namespace) -> int:
     from neuro_san.cli import workers
     from neuro_san.cli.event_loop import loop_runner
@@ -150,13 +111,16 @@ async def _serve(args: argparse.Namespace) -> int:
         log.error("not starting: %s", bad)
         return 2
     from neuro_san.cli import workers
+    from neuro_san.client.remote import close_all, remote_agent
     from neuro_san.service.server import AgentServer
 
     config.reuse_port = workers.is_worker()
     in_process = workers.gateway_in_process()
 
     try:
-        server = AgentServer(config)
+        # The server's grpc:// and http(s):// tools are the client library's remote agents:
+        # the service imports no client, the command line composes the two.
+        server = AgentServer(config, remote=remote_agent, remote_close=close_all)
     except ConfigurationError as refused:  # AGENT_LLM_OVERRIDE, AGENT_LLM_INFO_FILE, MCP_SERVERS_INFO_FILE…
         log.error("cannot start: %s", refused.message)
         return 2

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuro_san.cli.serve_settings import config_from_args
+
 log = logging.getLogger("neuro_san.serve")
 
 READY_FD_ENV = "AGENT_WORKER_READY_FD"
@@ -170,8 +172,6 @@ def _await_ready(worker: _Worker, read_end: int) -> None:
 
 
 def _ports(args: argparse.Namespace) -> tuple[str, int, int]:
-    from neuro_san.cli.serve import config_from_args
-
     config = config_from_args(args)
     http_port = args.http_port
     if http_port is None:
@@ -183,6 +183,7 @@ def _check_settings(args: argparse.Namespace) -> None:
     """Settings every worker would refuse, refused once here before any is started: the
     server's own (``_ports`` reads them) and the HTTP gateway's connection limits."""
     if not args.no_http:
+        # Lazy: the HTTP side only when HTTP is served.
         from gateway.host.connection_guard import ConnectionLimits
 
         ConnectionLimits.from_env(os.environ)

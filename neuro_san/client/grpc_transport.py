@@ -152,6 +152,7 @@ def _details(error: grpc.aio.AioRpcError) -> list[dict[str, Any]]:
     for key, value in error.trailing_metadata() or ():
         if key == "grpc-status-details-bin" and isinstance(value, bytes):
             try:
+                # Lazy: only for an error with details.
                 from google.protobuf import json_format
                 from google.rpc import error_details_pb2, status_pb2  # noqa: F401 - registers the detail types
 

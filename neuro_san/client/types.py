@@ -1,9 +1,9 @@
 """Typed results of the client calls, and the one place requests are built.
 
 Chat messages are :mod:`neuro_san.core.messages` dataclasses, converted by
-:mod:`neuro_san.service.convert` (both transports end in a protobuf message, so there
-is a single conversion path). Protobuf is imported lazily: building a client, or
-parsing arguments, does not pay for it.
+:mod:`neuro_san.wire.convert`, as the server's are (both transports end in a protobuf
+message, so there is a single conversion path). Protobuf is imported lazily, in the
+functions that convert: building a client, or parsing arguments, does not pay for it.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def agents_from_proto(pb: concierge_pb2.ConciergeResponse) -> list[AgentInfo]:
 
 
 def function_from_proto(pb: agent_pb2.FunctionResponse) -> FunctionInfo:
-    from neuro_san.service.convert import struct_to_dict
+    from neuro_san.wire.convert import struct_to_dict  # lazy: protobuf (see the module's docstring)
 
     function = pb.function
 
@@ -92,7 +92,7 @@ def function_from_proto(pb: agent_pb2.FunctionResponse) -> FunctionInfo:
 
 
 def connectivity_from_proto(pb: agent_pb2.ConnectivityResponse) -> Connectivity:
-    from neuro_san.service.convert import struct_to_dict
+    from neuro_san.wire.convert import struct_to_dict  # lazy: protobuf (see the module's docstring)
 
     entries = [
         ConnectivityEntry(
@@ -108,7 +108,7 @@ def connectivity_from_proto(pb: agent_pb2.ConnectivityResponse) -> Connectivity:
 
 def message_from_response(pb: agent_pb2.ChatResponse) -> ChatMessage | None:
     """The message of one streamed response; ``None`` for the empty response."""
-    from neuro_san.service.convert import message_from_proto
+    from neuro_san.wire.convert import message_from_proto  # lazy: protobuf (see the module's docstring)
 
     if not pb.HasField("response"):
         return None
@@ -133,8 +133,9 @@ def build_request(
 
 def request_to_proto(request: ChatRequest) -> agent_pb2.ChatRequest:
     """The wire form of a request; the user message is a HUMAN message with its text."""
+    # Lazy: protobuf (see the module's docstring).
     from neuro_san.api.grpc import agent_pb2
-    from neuro_san.service.convert import context_to_proto, fill_struct, message_to_proto
+    from neuro_san.wire.convert import context_to_proto, fill_struct, message_to_proto
 
     pb = agent_pb2.ChatRequest()
     user = request.user_message or ChatMessage(MessageType.HUMAN, request.user_text)

@@ -1,7 +1,7 @@
 """The chat message model of the runtime, independent of protobuf and of any transport.
 
 These mirror the wire messages of ``chat.proto``/``agent.proto`` one to one; the gRPC
-service converts them (``neuro_san.service.convert``). Keeping the runtime on plain
+service converts them (``neuro_san.wire.convert``). Keeping the runtime on plain
 dataclasses lets it run in-process (external ``/name`` agents, tests) without paying
 for protobuf, and keeps the core free of transport concerns.
 """

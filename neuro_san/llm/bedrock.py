@@ -13,7 +13,7 @@ credential chain (llm_config / ``AWS_ACCESS_KEY_ID``…, else botocore's usual c
 shared credentials and config files with ``credentials_profile_name`` / ``AWS_PROFILE``,
 SSO, container and instance roles). botocore is AWS's own maintained implementation of
 both; signing is security-critical and the chain has many sources, so neither is worth
-rewriting. It is an optional dependency (``pip install neuro-san[bedrock]``): without it
+rewriting. It is an optional dependency (``pip install 'neuro-san-grpc[bedrock]'``): without it
 a Bedrock network is refused when it loads.
 
 Converse in short: content blocks are keyed by shape (``{"text"}``, ``{"toolUse"}``,
@@ -71,7 +71,7 @@ class SigV4Signer:
         profile: str = "",
     ) -> None:
         if not botocore_available():
-            raise ConfigurationError("Bedrock needs botocore for SigV4 signing: pip install 'neuro-san[bedrock]'")
+            raise ConfigurationError("Bedrock needs botocore for SigV4 signing: pip install 'neuro-san-grpc[bedrock]'")
         self._region = region
         self._static = (access_key, secret_key, session_token or None) if access_key and secret_key else None
         self._profile = profile or None
@@ -81,6 +81,7 @@ class SigV4Signer:
         return f"SigV4Signer(region={self._region!r})"
 
     async def sign(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
+        # Botocore is optional (the `bedrock` extra): imported only when signing.
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
@@ -95,6 +96,7 @@ class SigV4Signer:
         return {name: value for name, value in request.headers.items() if name.lower() != "content-type"}
 
     def _chain_credentials(self) -> Any:
+        # Botocore is optional (the `bedrock` extra).
         import botocore.session
 
         if self._chain is None:

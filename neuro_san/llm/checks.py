@@ -2,8 +2,8 @@
 the network loads, naming the model and the class, not at chat time.
 
 Only what does not depend on the request or on secrets is checked here (the provider
-class, Bedrock's prerequisites); keys may come from the environment at chat time or
-from the request's sly_data (bring-your-own-key).
+class, the provider's own refusals such as Bedrock's prerequisites); keys may come from
+the environment at chat time or from the request's sly_data (bring-your-own-key).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm.byok import placeholder_keys
-from neuro_san.llm.config import provider_of
+from neuro_san.llm.config import is_verbatim, provider_for
 from neuro_san.llm.factory import OVERRIDE_ENV, apply_override, parse_override
 from neuro_san.llm.llm_info import INFO_FILE_ENV, LlmInfo, load_llm_info
-from neuro_san.llm.providers import bedrock_refusal
 
 _INFO_CACHE: dict[str, LlmInfo] = {}
 
@@ -34,16 +33,15 @@ def llm_config_problem(llm_config: Mapping[str, Any], env: Mapping[str, str] | N
     environ = os.environ if env is None else env
     try:
         merged = apply_override(llm_config, parse_override(environ.get(OVERRIDE_ENV)))
-        if str(merged.get("class") or "").strip().lower() == "scripted":
+        if is_verbatim(merged):  # the scripted model: its config is its own
             return None
         # Placeholders are filled per request; their values do not decide the provider.
         config = {k: v for k, v in merged.items() if k not in placeholder_keys(merged)}
         resolved = _info(environ).resolve(config)
-        provider = provider_of(resolved)
+        provider = provider_for(resolved)
     except ConfigurationError as error:
         return error.message
-    if provider in ("bedrock", "anthropic-bedrock"):
-        refusal = bedrock_refusal(provider, resolved)
-        if refusal:
-            return f"model {resolved.get('model_name')!r} of class {provider!r}: {refusal}"
+    refusal = provider.refusal(provider.name, resolved) if provider.refusal else None
+    if refusal:
+        return f"model {resolved.get('model_name')!r} of class {provider.name!r}: {refusal}"
     return None

@@ -19,15 +19,12 @@ from typing import Any
 
 from neuro_san.core.env_settings import env_number
 from neuro_san.core.errors import ConfigurationError
-from neuro_san.llm.anthropic import AnthropicModel
-from neuro_san.llm.bedrock import BedrockConverseModel
 from neuro_san.llm.byok import fill_placeholders, placeholder_keys
 from neuro_san.llm.config import ResolvedConfig, resolve_llm_config
-from neuro_san.llm.gemini import GeminiModel
 from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, HttpPool
 from neuro_san.llm.interface import Model
 from neuro_san.llm.llm_info import LlmInfo, load_llm_info
-from neuro_san.llm.openai_chat import OpenAIChatModel, openai_instruction_role
+from neuro_san.llm.providers import lookup
 
 OVERRIDE_ENV = "AGENT_LLM_OVERRIDE"
 CONNECTIONS_ENV = "AGENT_LLM_MAX_CONNECTIONS"
@@ -138,41 +135,10 @@ class LlmFactory:
         return model
 
     def _build(self, resolved: ResolvedConfig, merged: Mapping[str, Any]) -> Model:
-        if resolved.provider == "scripted":
-            # Imported here: the scripted model is optional for servers with real LLMs.
-            from neuro_san.llm.scripted import ScriptedModel
-
-            model: Model = ScriptedModel.from_config(merged)
-            return model
-        common: dict[str, Any] = {"temperature": resolved.temperature, "max_tokens": resolved.max_tokens}
-        endpoint = resolved.endpoint()
-        if resolved.provider == "gemini":
-            generation = resolved.option("generation")
-            return GeminiModel(self._pool, endpoint, resolved.model_name, extra_fields=generation, **common)
-        if resolved.provider == "bedrock" and resolved.option("converse"):
-            return BedrockConverseModel(
-                self._pool, endpoint, resolved.model_name, extra_fields=resolved.option("additional"), **common
-            )
-        if resolved.provider in ("anthropic", "anthropic-bedrock", "bedrock"):
-            return AnthropicModel(
-                self._pool,
-                endpoint,
-                resolved.model_name,
-                thinking=resolved.option("thinking"),
-                bedrock=resolved.provider != "anthropic",
-                **common,
-            )
-        openai_rules = resolved.provider in ("openai", "azure-openai")
-        return OpenAIChatModel(
-            self._pool,
-            endpoint,
-            resolved.model_name,
-            # OpenAI's reasoning-model rules are OpenAI's; local servers keep the plain ones.
-            reasoning=None if openai_rules else False,
-            instruction_role=openai_instruction_role(resolved.model_name) if openai_rules else "system",
-            extra_fields=resolved.option("extra_body"),
-            **common,
-        )
+        provider = lookup(resolved.provider)
+        if provider is None:  # unregistered since it was resolved
+            raise ConfigurationError(f"LLM provider class {resolved.provider!r} is no longer served")
+        return provider.build(resolved, merged, self._pool)
 
     async def aclose(self) -> None:
         """Close the shared HTTP sessions."""

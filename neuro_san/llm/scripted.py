@@ -8,9 +8,11 @@ Behaviour for one agent invocation (everything after the last user message):
 
 1. No tool result yet and tools on offer: call the tools of ``calls`` all at once (as a
    model asking for parallel calls would). Each entry is ``{tool, args}`` where every
-   string in ``args`` may use ``{input}`` (the user text). Without ``calls``, it calls the
-   first tool on offer with every parameter set to the user text (or, for a sub-agent,
-   to the matching argument its caller passed in ``The <name> is '<value>'.``).
+   string in ``args`` may use ``{input}`` (the user text) and ``{arithmetic}`` (the
+   arithmetic found in it, see :func:`arithmetic_in`: ``"and 6 * 8?"`` gives ``6 * 8``).
+   Without ``calls``, it calls the first tool on offer with every parameter set to the
+   user text (or, for a sub-agent, to the matching argument its caller passed in
+   ``The <name> is '<value>'.``).
 2. Otherwise answer with ``reply``, a template over ``{input}`` (the user text),
    ``{results}`` (the tool results joined by ``"; "``) and ``{history}`` (how many
    earlier user turns the conversation holds). The default is ``{results}`` when
@@ -61,6 +63,34 @@ def called_arguments(text: str) -> dict[str, str]:
     return dict(_ARGUMENT_SENTENCE.findall(text))
 
 
+_ARITHMETIC_RUN = re.compile(r"[\d.\s+\-*/%()]+")
+
+
+def arithmetic_in(text: str) -> str:
+    """The arithmetic in ``text``, as a model would pick it out of a question: the longest
+    run of numbers, operators (``+ - * / % **``) and parentheses that holds a digit,
+    without a sentence's full stop, a dangling operator or unmatched outer parentheses.
+    ``text`` itself when it holds no number (so the tool says what is wrong with it)."""
+    best = ""
+    for match in _ARITHMETIC_RUN.finditer(text):
+        run = _trim(match.group())
+        if any(c.isdigit() for c in run) and len(run) > len(best):
+            best = run
+    return best or text
+
+
+def _trim(run: str) -> str:
+    previous = None
+    while run != previous:
+        previous = run
+        run = run.strip().rstrip("+-*/%.").strip()
+        if run.endswith(")") and run.count(")") > run.count("("):
+            run = run[:-1]
+        if run.startswith("(") and run.count("(") > run.count(")"):
+            run = run[1:]
+    return run
+
+
 def _words(text: str) -> int:
     return len(text.split())
 
@@ -106,13 +136,17 @@ class ScriptedModel:
         turn = messages[last_user + 1 :]
         results = [m.content for m in turn if m.role == "tool"]
         prompt_tokens = sum(_words(m.content) for m in messages)
+        # What a sub-agent is asked: the one argument its caller passed, else the text.
+        given = called_arguments(user_text)
+        subject = next(iter(given.values())) if len(given) == 1 else user_text
         values = {
             "input": user_text,
+            "arithmetic": arithmetic_in(subject),
             "results": "; ".join(results),
             "history": str(sum(1 for m in messages[:last_user] if m.role == "user")),
         }
         if tools and not results and not any(m.tool_calls for m in turn):
-            calls = self._plan_calls(tools, values)
+            calls = self._plan_calls(tools, values, given, subject)
             if calls:
                 return ModelResponse(
                     tool_calls=tuple(calls),
@@ -129,14 +163,14 @@ class ScriptedModel:
                 await asyncio.sleep(0)
         return ModelResponse(text=text, usage=Usage(prompt_tokens, _words(text)), model=self._model_name)
 
-    def _plan_calls(self, tools: Sequence[ToolSpec], values: Mapping[str, str]) -> list[ToolCall]:
+    def _plan_calls(
+        self, tools: Sequence[ToolSpec], values: Mapping[str, str], given: Mapping[str, str], subject: str
+    ) -> list[ToolCall]:
         offered = {t.name: t for t in tools}
         if self._calls is None:
             first = tools[0]
             props = first.parameters.get("properties") or {}
-            given = called_arguments(values["input"])
-            only = next(iter(given.values())) if len(given) == 1 else values["input"]
-            args = {name: given.get(name, only) for name in props}
+            args = {name: given.get(name, subject) for name in props}
             return [ToolCall(id="call_1", name=first.name, arguments=args)]
         calls = []
         for n, planned in enumerate(self._calls, start=1):

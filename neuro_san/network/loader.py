@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuro_san.llm.checks import llm_config_problem  # the LLM layer's own rules
 from neuro_san.network.builder import build_network
 from neuro_san.network.commondefs import apply_commondefs
 from neuro_san.network.errors import NetworkLoadError, type_name
@@ -36,8 +37,6 @@ def load_network(path: Path, name: str, public: bool = True) -> NetworkSpec:
 
 def refuse_unservable_llms(spec: NetworkSpec, file: str) -> None:
     """NetworkLoadError for an LLM agent whose provider this server cannot serve."""
-    from neuro_san.llm.checks import llm_config_problem  # the LLM layer's own rules
-
     for index, agent in enumerate(spec.agents.values()):
         if agent.kind != "llm_agent":
             continue

@@ -13,6 +13,9 @@ Extra HTTP headers (an API key for the peer) come from the dict form of the refe
 Failures (card not found, peer down, a failed or rejected task) become the tool's
 ``Error: …`` result, so the model can say so or try something else.
 
+The SDK takes long to import, so it is imported in the functions that use it: a server
+whose networks call no A2A agent never loads it.
+
 This module is the A2A client and nothing else: the runtime reaches it through
 :func:`is_a2a_ref` and :class:`A2AAgent`, which has the shape of
 :class:`neuro_san.runtime.external.RemoteAgent`.
@@ -25,6 +28,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from neuro_san.core.errors import UpstreamUnavailable
 from neuro_san.core.messages import ChatMessage, ChatRequest, MessageType
 from neuro_san.network.a2a_refs import a2a_headers, a2a_url, is_a2a_ref
 
@@ -59,6 +63,7 @@ class A2AAgent:
 
     async def _resolve(self, http: Any) -> Any:
         if self._card is None:
+            # Lazy: the SDK (module docstring).
             from a2a.client import A2ACardResolver
 
             if self.url.lower().endswith(".json"):
@@ -70,9 +75,8 @@ class A2AAgent:
         return self._card
 
     async def function(self) -> Mapping[str, Any]:
+        # Lazy: the SDK (module docstring).
         from a2a.client import A2AClientError
-
-        from neuro_san.core.errors import UpstreamUnavailable
 
         try:
             async with self._http(CARD_TIMEOUT_SECONDS) as http:
@@ -85,6 +89,7 @@ class A2AAgent:
 
     async def chat(self, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
         """One message, one answer; failures are the answer ``Error: …``."""
+        # Lazy: the SDK (module docstring).
         from a2a.client import A2AClientError, ClientConfig, ClientFactory
         from a2a.utils.errors import A2AError
 
@@ -109,6 +114,7 @@ async def _ask(client: Any, request: ChatRequest, streaming: bool) -> ChatMessag
     The exchange runs in a task of its own: a caller cancelled before the peer has named
     its task (a fast peer may start working first) still learns the id, for a bounded
     while, and cancels it; closing the stream alone would not stop an A2A task."""
+    # Lazy: the SDK (module docstring).
     from a2a.helpers.proto_helpers import get_text_parts, new_text_message
     from a2a.types import Role, SendMessageRequest, Task
 
@@ -167,6 +173,7 @@ def _add_artifact(task: Any, update: Any) -> None:
 
 
 async def _cancel_quietly(client: Any, task_id: str) -> None:
+    # Lazy: the SDK (module docstring).
     from a2a.types import CancelTaskRequest
 
     try:
@@ -177,6 +184,7 @@ async def _cancel_quietly(client: Any, task_id: str) -> None:
 
 
 def _answer(task: Any) -> ChatMessage:
+    # Lazy: the SDK (module docstring).
     from a2a.helpers.proto_helpers import get_text_parts
     from a2a.types import TaskState
     from google.protobuf import json_format

@@ -171,6 +171,7 @@ async def bind_mcp_server(
     where = f"agent '{agent.name}' of agent network '{ctx.network.name}'"
     headers = clients.info.headers(server.url, ctx.sly_data)
     sessions = clients.sessions  # loads the SDK on first use
+    # Lazy: the MCP SDK, loaded by the line above on first use.
     from neuro_san.runtime.mcp_sessions import describe_error
 
     try:

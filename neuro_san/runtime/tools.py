@@ -25,9 +25,9 @@ __all__ = ["build_agent_input", "call_tool", "describe_call", "run_tool_calls"]
 log = logging.getLogger(__name__)
 
 
-def describe_call(name: str, arguments: Mapping[str, object]) -> str:
-    """The "Invoking" AGENT text, as neuro-san 0.7 words it: the arguments are in the
-    message's structure (``params``), not in the text."""
+def describe_call(name: str) -> str:
+    """The "Invoking" AGENT text, as neuro-san 0.7 words it. It names the tool only: the
+    arguments go in the message's structure (``params``), not in the text."""
     return f"Invoking: `{name}` with:"
 
 
@@ -49,7 +49,7 @@ async def call_tool(
     ctx.emit(
         MessageType.AGENT,
         caller_origin,
-        describe_call(binding.ref, arguments),
+        describe_call(binding.ref),
         structure={"invoking_start": True, "invoked_agent_name": binding.ref, "params": arguments},
     )
     arguments = convert_arguments(arguments, binding.spec.parameters)

@@ -37,12 +37,12 @@ from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
 from neuro_san.core.token_budgets import TokenLedger
-from neuro_san.service import convert
 from neuro_san.service.admission import Admission
 from neuro_san.service.caller_limits import caller_of
 from neuro_san.service.errors import abort_with
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.logs import CALL, request_id_from
+from neuro_san.wire import convert
 
 log = logging.getLogger(__name__)
 

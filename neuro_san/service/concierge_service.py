@@ -8,8 +8,8 @@ from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy, credentials_from_metadata
 from neuro_san.core.host import AgentHost
 from neuro_san.core.mcp_listing import mcp_listing, wants_mcp_listing
-from neuro_san.service import convert
 from neuro_san.service.errors import abort_with
+from neuro_san.wire import convert
 
 
 class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):

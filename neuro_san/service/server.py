@@ -30,6 +30,7 @@ from neuro_san.llm.http import HttpPool
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.periodic.scheduler import run_periodic
 from neuro_san.runtime.coded_tools import CodedToolResolver
+from neuro_san.runtime.external import RemoteFactory
 from neuro_san.runtime.host import NetworkHost
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.service.admission import Admission
@@ -134,9 +135,22 @@ class ServerConfig:
 
 
 class AgentServer:
-    """A running gRPC server and everything it shares between calls."""
+    """A running gRPC server and everything it shares between calls.
 
-    def __init__(self, config: ServerConfig) -> None:
+    ``remote`` makes the agents of other servers (``grpc://…``, ``http(s)://…`` tools)
+    and ``remote_close`` closes what it opened, at :meth:`stop`. The client library has
+    them (:mod:`neuro_san.client.remote`); the composition root (``neuro-san serve``)
+    passes them in, as the service layer imports no client. Without them such tools are
+    refused as not enabled.
+    """
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        remote: RemoteFactory | None = None,
+        remote_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.config = config
         self.registry = NetworkRegistry.from_manifests(config.manifest_paths)
         self.telemetry: Telemetry = PrometheusTelemetry(lambda name: self.registry.get(name) is not None)
@@ -145,7 +159,7 @@ class AgentServer:
         self.registry.on_change.append(lambda names: self.telemetry.networks_changed(len(names)))
         self.models = LlmFactory(pool=HttpPool(on_retry=self.telemetry.llm_retry))
         roots = [*config.tool_paths, BUNDLED_TOOLS]
-        remote, self._remote_close = _remote_factory()
+        self._remote_close = remote_close
         self.host = NetworkHost(
             self.registry,
             self.models,
@@ -272,12 +286,3 @@ def _with_tracing(metrics: Telemetry) -> Telemetry:
         return metrics
     log.info("OpenTelemetry tracing on")
     return tracing_telemetry(metrics)
-
-
-def _remote_factory():  # type: ignore[no-untyped-def]
-    """The client library's remote agents and their closer, when it is there."""
-    try:
-        from neuro_san.client.remote import close_all, remote_agent
-    except ImportError:
-        return None, None
-    return remote_agent, close_all

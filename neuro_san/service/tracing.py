@@ -158,6 +158,7 @@ def _provider_from_env(env: Mapping[str, str]) -> TracerProvider:
 
 def _otlp_exporter() -> SpanExporter | None:
     try:
+        # Optional exporters: whichever is installed.
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     except ImportError:
         try:

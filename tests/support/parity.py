@@ -1,5 +1,5 @@
 """Running the same MAXIMAL chats against neuro-san 0.7.15 and our server, and making
-their streams comparable (the parity test, tests/test_stream_parity.py).
+their streams comparable (the parity test, tests/system/test_stream_parity.py).
 
 What is normalised, and why:
 

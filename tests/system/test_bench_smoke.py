@@ -1,0 +1,44 @@
+"""The benchmark must keep running: ``python -m bench.run --smoke`` end to end, bounded in
+time, and its JSON must hold every scenario. Figures are not checked: benchmarks measure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.run import SCENARIOS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--smoke", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert set(SCENARIOS) <= set(report["scenarios"]), sorted(report["scenarios"])
+    assert report["machine"]["cores"] >= 1
+    scenarios = report["scenarios"]
+    # Each scenario ran and served chats (how fast is not the test's business).
+    for name in ("S1", "S2", "S3", "S4"):
+        assert scenarios[name]["completed"] > 0, name
+        assert scenarios[name]["failed"] == 0, (name, scenarios[name]["failure_kinds"])
+    assert scenarios["S5"]["completed"] == scenarios["S5"]["chats"]
+    assert scenarios["S6"]["http"]["completed"] > 0 and scenarios["S6"]["grpc"]["completed"] > 0
+    assert scenarios["S7"]["completed"] == scenarios["S7"]["chats"]
+    assert scenarios["S7"]["floor"]["completed"] == scenarios["S7"]["chats"]
+    for workers in ("workers_1", "workers_2"):
+        assert scenarios["S8"][workers]["completed"] > 0 and scenarios["S8"][workers]["failed"] == 0, workers
+    assert scenarios["startup"]["first_chat_ok"]
+    assert "S1 echo, 1 client, HTTP" in completed.stdout
+    assert len(list(tmp_path.glob("*.json"))) == 2
