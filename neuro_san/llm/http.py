@@ -335,8 +335,10 @@ def http_failure(
     where: str,
     key_source: str,
     target: str,
+    retried: bool = True,
 ) -> LlmHttpError:
-    """The exception for a non-success reply (raised by the caller once retries are over)."""
+    """The exception for a non-success reply (raised by the caller once retries are over;
+    ``retried`` False: an error part-way through a streamed reply, which is not retried)."""
     detail = _provider_message(body, secrets)
     suffix = f": {detail}" if detail else ""
     if status in (401, 403):
@@ -351,7 +353,7 @@ def http_failure(
         return LlmNotFound(f"{what} not found (HTTP 404 from {where}){suffix}", provider, status)
     if status == 429:
         return LlmRateLimited(
-            f"rate limited (HTTP 429 from {where}) after all retries{suffix}",
+            f"rate limited (HTTP 429 from {where}){' after all retries' if retried else ''}{suffix}",
             provider,
             status,
             retry_after,

@@ -184,7 +184,7 @@ def stream_failure(status: int, message: str, provider: str, where: str = "the p
     """The error for a provider's error event mid-stream, mapped as the same failure
     would be as an HTTP status (``status``: the status the provider gives that error)."""
     body = json.dumps({"error": {"message": message}}).encode()
-    return http_failure(status, body, None, [], provider, f"{where}, mid-stream", "", "")
+    return http_failure(status, body, None, [], provider, f"{where}, mid-stream", "", "", retried=False)
 
 
 def incomplete(provider: str) -> LlmConnectionError:

@@ -229,7 +229,7 @@ def test_an_error_part_way_ends_the_chat_with_todays_status(tmp_path: Path) -> N
         assert "".join(m.text for m in deltas(received)) == "one two "
         # As a whole reply's 429 after its retries: UNAVAILABLE, the provider's words kept.
         assert caught.value.code == grpc.StatusCode.UNAVAILABLE.value[0]
-        assert "rate limited (HTTP 429" in str(caught.value) and "slow down" in str(caught.value)
+        assert "rate limited (HTTP 429 from the provider, mid-stream): slow down" in str(caught.value)
 
     run(tmp_path, body)
 
