@@ -162,7 +162,7 @@ class StreamFake:
         if kind == "unknown":
             return web.json_response({"error": {"message": "no such route"}}, status=404)
         script = self._queue.popleft() if self._queue else wire.Script(text=f"echo: {_last_text(body)}")
-        events = RENDER[kind](script)
+        events = RENDER[kind](script)[: script.stop_after]
         self.events_total, self.events_written = len(events), 0
         content_type = CONTENT_TYPES.get(kind, "application/vnd.amazon.eventstream")
         response = web.StreamResponse(headers={"Content-Type": content_type, **script.extra_headers})

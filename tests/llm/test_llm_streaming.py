@@ -231,3 +231,13 @@ def test_bedrock_streams_are_signed_for_their_own_path(kind: str) -> None:
         assert fake.requests[-1].path == f"/model/{model}{suffix}"
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stream_that_ends_before_its_last_event_is_a_connection_failure(kind: str) -> None:
+    async def body(fake: StreamFake, model: Model) -> None:
+        fake.enqueue(Script(text="one two three four", stop_after=4))
+        with pytest.raises(LlmConnectionError, match="ended before the reply was complete"):
+            await streamed(model)
+
+    run(kind, body)
