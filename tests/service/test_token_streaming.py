@@ -73,32 +73,40 @@ def run(tmp_path: Path, body: Body, pace: float = 0.0, **top: Any) -> None:
     """``body(fake, grpc_client)`` against an in-process server."""
 
     async def main() -> None:
-        async with served(tmp_path, pace, **top) as (fake, port, _):
+        async with served(tmp_path, pace, "in-process", **top) as (fake, port, _):
             async with AsyncAgentClient.grpc(f"127.0.0.1:{port}") as client:
                 await asyncio.wait_for(body(fake, client), 30)
 
     asyncio.run(main())
 
 
-def run_http(tmp_path: Path, body: HttpBody, pace: float = 0.0, **top: Any) -> None:
+def run_http(tmp_path: Path, body: HttpBody, pace: float = 0.0, via: str = "in-process", **top: Any) -> None:
     """``body(fake, http_base)`` against the same server's HTTP port (every front-end)."""
 
     async def main() -> None:
-        async with served(tmp_path, pace, **top) as (fake, _, base):
+        async with served(tmp_path, pace, via, **top) as (fake, _, base):
             await asyncio.wait_for(body(fake, base), 30)
 
     asyncio.run(main())
 
 
 @contextlib.asynccontextmanager
-async def served(tmp_path: Path, pace: float, **top: Any) -> AsyncIterator[tuple[StreamFake, int, str]]:
+async def served(
+    tmp_path: Path, pace: float, via: str = "in-process", **top: Any
+) -> AsyncIterator[tuple[StreamFake, int, str]]:
+    """``via``: the gateway calls the service in-process (``serve``) or over gRPC (the
+    standalone gateway's way)."""
     async with StreamFake(pace=pace, awkward=False) as fake:
         config = fake.llm_config("openai", max_attempts=1)
         (tmp_path / "talker.json").write_text(json.dumps(network(config, **top)))
         (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True}))
         server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[tmp_path / "manifest.json"]))
         port = await server.start()
-        invoker = InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+        invoker = (
+            InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+            if via == "in-process"
+            else server.internal_target
+        )
         frontends = protocol_frontends(playground=False, env={})
         gateway = await start_gateway(invoker, "127.0.0.1", 0, GatewayConfig(), frontends=frontends)
         try:
@@ -234,7 +242,8 @@ def test_an_error_part_way_ends_the_chat_with_todays_status(tmp_path: Path) -> N
     run(tmp_path, body)
 
 
-def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["in-process", "grpc"])
+def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Path, via: str) -> None:
     async def body(fake: StreamFake, base: str) -> None:
         fake.enqueue(Script(text=ANSWER))
         request = {"user_message": {"text": "question?"}, "stream_tokens": True}
@@ -254,7 +263,7 @@ def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Pat
         assert "".join(line["response"]["text"] for line in delta_lines) == final["response"]["text"] == ANSWER
         assert all("delta_kind" not in line["response"] and "request" not in line for line in delta_lines)
 
-    run_http(tmp_path, body, pace=0.1)
+    run_http(tmp_path, body, pace=0.1, via=via)
 
 
 def test_deltas_waiting_for_a_slow_reader_join_and_keep_their_order() -> None:
