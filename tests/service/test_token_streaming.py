@@ -50,7 +50,7 @@ def network(llm_config: dict[str, Any], **top: Any) -> dict[str, Any]:
                 "name": "front",
                 "function": {"description": "Answers."},
                 "instructions": "Answer the question; ask the helper when unsure.",
-                "tools": ["helper"],
+                "tools": ["helper", "/other"],
             },
             {
                 "name": "helper",
@@ -64,6 +64,22 @@ def network(llm_config: dict[str, Any], **top: Any) -> dict[str, Any]:
         **top,
     }
 
+
+#: Another network of the same server, called by the talker as /other; it streams tokens
+#: by default.
+OTHER: dict[str, Any] = {
+    "stream_tokens": True,
+    "tools": [
+        {
+            "name": "elsewhere",
+            "function": {
+                "description": "Knows other things.",
+                "parameters": {"type": "object", "properties": {"question": {"type": "string"}}},
+            },
+            "instructions": "Answer.",
+        }
+    ],
+}
 
 Body = Callable[[StreamFake, AsyncAgentClient], Awaitable[None]]
 HttpBody = Callable[[StreamFake, str], Awaitable[None]]
@@ -99,7 +115,8 @@ async def served(
     async with StreamFake(pace=pace, awkward=False) as fake:
         config = fake.llm_config("openai", max_attempts=1)
         (tmp_path / "talker.json").write_text(json.dumps(network(config, **top)))
-        (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True}))
+        (tmp_path / "other.json").write_text(json.dumps(OTHER | {"llm_config": config}))
+        (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True, "other.json": True}))
         server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[tmp_path / "manifest.json"]))
         port = await server.start()
         invoker = (
@@ -292,3 +309,19 @@ def test_deltas_waiting_for_a_slow_reader_join_and_keep_their_order() -> None:
         assert Journal(streaming=False, tokens="front").delta_sink(helper) is None  # MINIMAL: the front man's only
 
     asyncio.run(scenario())
+
+
+def test_a_called_network_of_the_same_server_does_not_stream_whatever_its_default(tmp_path: Path) -> None:
+    async def body(fake: StreamFake, client: AsyncAgentClient) -> None:
+        fake.enqueue(
+            Script(text="Asking. ", tool_calls=(("c1", "__other", {"question": "what?"}),)),
+            Script(text="Other says 42."),
+            Script(text=ANSWER),
+        )
+        messages = await chat(client, True, maximal=True)
+        assert messages[-1].text == ANSWER
+        assert {tuple(o.tool for o in m.origin) for m in deltas(messages)} == {("front",)}
+        assert "".join(m.text for m in deltas(messages)) == "Asking. " + ANSWER
+        assert [seen.body["stream"] for seen in fake.requests] == [True, False, True]
+
+    run(tmp_path, body)
