@@ -1,7 +1,8 @@
 """Profile the server under a scenario's load with py-spy: ``python -m bench.profile``.
 
 Starts the fake LLM and ``neuro-san serve`` like ``bench.run``, drives one scenario's load
-(``--scenario S2``: echo over HTTP; ``S3``: math_guy over HTTP; ``S4``: echo over gRPC)
+(``--scenario S2``: echo over HTTP; ``S3``: math_guy over HTTP; ``S4``: echo over gRPC;
+``S9``/``S9-http``: echo with ``stream_tokens`` over gRPC/HTTP, the fake streaming S9's answer)
 and samples the server with ``py-spy record`` (``pip install py-spy``; it needs ptrace
 rights). Prints the functions with the most samples, by own time and by inclusive time
 (``file:function``), and keeps the raw collapsed stacks (``--raw``, for flame graphs).
@@ -21,7 +22,10 @@ from pathlib import Path
 from bench import procs
 from bench.run import Settings, closed_spec, uvloop_installed
 
-LOADS = {"S2": ("http", "echo"), "S3": ("http", "math_guy"), "S4": ("grpc", "echo")}
+LOADS = {
+    "S2": ("http", "echo"), "S3": ("http", "math_guy"), "S4": ("grpc", "echo"),
+    "S9": ("grpc", "echo"), "S9-http": ("http", "echo"),
+}  # fmt: skip
 
 
 def summarize(collapsed: Path, top: int) -> str:
@@ -115,11 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     fast = uvloop_installed() and not args.no_uvloop
     transport, agent = LOADS[args.scenario]
-    fake, fake_port = procs.start_fake(0.0, fast)
+    streamed = args.scenario.startswith("S9")
+    defaults = Settings()
+    stream_args = ("--stream-words", str(defaults.s9_words), "--stream-pace-ms", str(defaults.s9_pace_ms))
+    fake, fake_port = procs.start_fake(0.0, fast, *(stream_args if streamed else ()))
     server = procs.start_server(fake_port, fast)
     try:
         target = server.http_base if transport == "http" else server.grpc_target
-        spec = closed_spec(transport, target, agent, 16, args.seconds + 3, Settings(), fast)
+        spec = closed_spec(transport, target, agent, 16, args.seconds + 3, defaults, fast)
+        spec["stream_tokens"] = streamed
         load = threading.Thread(target=procs.run_load, args=(spec, server.proc.pid))
         load.start()
         subprocess.run(

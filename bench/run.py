@@ -43,11 +43,14 @@ class Settings:
     warmup: int = 2
     s7_chats: int = 10_000
     s7_latency_ms: float = 5000.0
+    #: S9: the words of a streamed answer, and the fake LLM's pace between them.
+    s9_words: int = 50
+    s9_pace_ms: float = 20.0
 
 
 SMOKE = Settings(
     runs=1, s1_seconds=1.0, load_seconds=1.0, s5_chats=200, s5_latency_ms=300.0, floor_seconds=1.0, startups=1,
-    warmup=1, s7_chats=300, s7_latency_ms=300.0,
+    warmup=1, s7_chats=300, s7_latency_ms=300.0, s9_words=10,
 )  # fmt: skip
 
 

@@ -52,6 +52,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S9", "http.ttft_p50_ms", "S9 stream_tokens, 16 clients, HTTP: first delta p50", "ms", ""),
     ("S9", "http.ttft_p90_ms", "S9 HTTP first delta p90", "ms", ""),
     ("S9", "http.cpu_us_per_token", "S9 HTTP server CPU per streamed token", "µs", ""),
+    ("S9", "http.deltas_per_chat", "S9 HTTP delta messages per chat (s9_words a chat)", "", ""),
     ("S9", "grpc.ttft_p50_ms", "S9 gRPC first delta p50", "ms", ""),
     ("S9", "grpc.cpu_us_per_token", "S9 gRPC server CPU per streamed token", "µs", ""),
     ("S9", "http.cpu_ms_per_chat", "S9 HTTP server CPU per streamed chat", "ms", ""),

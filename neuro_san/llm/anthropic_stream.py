@@ -62,20 +62,20 @@ class AnthropicStream:
         self.feed_object(json_event(event.data, self._provider))
 
     def feed_object(self, data: Any) -> None:
-        if not isinstance(data, Mapping):
+        if not isinstance(data, dict):
             return
         kind = data.get("type")
         if kind == "error":
             error = data.get("error")
-            error = error if isinstance(error, Mapping) else {}
+            error = error if isinstance(error, dict) else {}
             status = _ERROR_STATUS.get(str(error.get("type")), 500)
             raise stream_failure(status, str(error.get("message") or error.get("type") or "error"), self._provider)
-        if kind == "message_start" and isinstance(data.get("message"), Mapping):
+        if kind == "message_start" and isinstance(data.get("message"), dict):
             self._message = dict(data["message"])
             self._usage.update(_mapping(self._message.get("usage")))
-        elif kind == "content_block_start" and isinstance(data.get("content_block"), Mapping):
+        elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             self._blocks[_index(data)] = dict(data["content_block"])
-        elif kind == "content_block_delta" and isinstance(data.get("delta"), Mapping):
+        elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
             self._delta(_index(data), data["delta"])
         elif kind == "content_block_stop":
             self._stop_block(_index(data))
@@ -135,14 +135,14 @@ class BedrockAnthropicStream(AnthropicStream):
         if message_type in ("exception", "error"):
             name = str(headers.get(":exception-type") or headers.get(":error-code") or "")
             detail = json_event(payload.decode("utf-8", "replace") or "{}", self._provider)
-            message = detail.get("message") if isinstance(detail, Mapping) else None
+            message = detail.get("message") if isinstance(detail, dict) else None
             status = BEDROCK_EXCEPTION_STATUS.get(name, 500)
             raise stream_failure(status, str(message or headers.get(":error-message") or name), self._provider)
         if headers.get(":event-type") != "chunk":
             return
         frame = json_event(payload.decode("utf-8", "replace"), self._provider)
         try:
-            inner = base64.b64decode(frame.get("bytes", "") if isinstance(frame, Mapping) else "")
+            inner = base64.b64decode(frame.get("bytes", "") if isinstance(frame, dict) else "")
         except (binascii.Error, ValueError) as error:
             raise LlmMalformedReply("a chunk's bytes are not base64", self._provider) from error
         self.feed_object(json_event(inner.decode("utf-8", "replace"), self._provider))
@@ -154,4 +154,4 @@ def _index(data: Mapping[str, Any]) -> int:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}

@@ -34,7 +34,7 @@ class ConverseStream:
     def feed(self, event: tuple[Mapping[str, Any], bytes]) -> None:
         headers, payload = event
         data = json_event(payload.decode("utf-8", "replace") or "{}", self._provider)
-        data = data if isinstance(data, Mapping) else {}
+        data = data if isinstance(data, dict) else {}
         if headers.get(":message-type") in ("exception", "error"):
             name = str(headers.get(":exception-type") or headers.get(":error-code") or "")
             message = data.get("message") or headers.get(":error-message") or name
@@ -44,7 +44,7 @@ class ConverseStream:
         index = index if isinstance(index, int) else 0
         if kind == "contentBlockStart":
             start = _mapping(data.get("start"))
-            if isinstance(start.get("toolUse"), Mapping):
+            if isinstance(start.get("toolUse"), dict):
                 self._blocks[index] = {"toolUse": {**start["toolUse"], "input": {}}}
                 self._json[index] = []
         elif kind == "contentBlockDelta":
@@ -62,11 +62,11 @@ class ConverseStream:
             block = self._blocks.setdefault(index, {"text": ""})
             block["text"] = block.get("text", "") + delta["text"]
             self._on_delta(TextDelta(delta["text"]))
-        elif isinstance(delta.get("toolUse"), Mapping):
+        elif isinstance(delta.get("toolUse"), dict):
             piece = delta["toolUse"].get("input")
             if isinstance(piece, str):
                 self._json.setdefault(index, []).append(piece)
-        elif isinstance(delta.get("reasoningContent"), Mapping):
+        elif isinstance(delta.get("reasoningContent"), dict):
             reasoning = delta["reasoningContent"]
             block = self._blocks.setdefault(index, {"reasoningContent": {}})["reasoningContent"]
             if isinstance(reasoning.get("redactedContent"), str):
@@ -101,4 +101,4 @@ class ConverseStream:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}

@@ -31,10 +31,10 @@ class GeminiStream:
 
     def feed(self, event: SseEvent) -> None:
         chunk = json_event(event.data, self._provider)
-        if not isinstance(chunk, Mapping):
+        if not isinstance(chunk, dict):
             return
         error = chunk.get("error")
-        if isinstance(error, Mapping):
+        if isinstance(error, dict):
             code = error.get("code")
             status = code if isinstance(code, int) and 400 <= code < 600 else 500
             raise stream_failure(status, str(error.get("message") or error.get("status") or "error"), self._provider)
@@ -42,15 +42,15 @@ class GeminiStream:
             if key in chunk:
                 self._reply[key] = chunk[key]
         candidates = chunk.get("candidates")
-        if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], Mapping):
+        if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
             return
         candidate = candidates[0]
         if candidate.get("finishReason"):
             self._candidate["finishReason"] = candidate["finishReason"]
         content = candidate.get("content")
-        parts = content.get("parts") if isinstance(content, Mapping) else None
+        parts = content.get("parts") if isinstance(content, dict) else None
         for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, Mapping):
+            if isinstance(part, dict):
                 self._part(part)
 
     def _part(self, part: Mapping[str, Any]) -> None:

@@ -12,7 +12,8 @@ Doing that in one place gives three guarantees the adapters need not repeat:
   provider that stalled for the whole timeout is unlikely to answer the next attempt
   sooner, and the chat's own deadline is the better judge of how long to keep trying.
 - **One error vocabulary.** Whatever went wrong leaves as a :mod:`neuro_san.llm.errors`
-  exception, translated exactly once, here. Messages never contain API keys (secret
+  exception, translated exactly once, here (a status's meaning:
+  :mod:`neuro_san.llm.http_failures`). Messages never contain API keys (secret
   header values are scrubbed from provider excerpts) and logs never contain request
   bodies (they hold user text) or headers.
 
@@ -26,7 +27,6 @@ import asyncio
 import json
 import logging
 import random
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,19 +37,12 @@ import aiohttp
 from yarl import URL
 
 from neuro_san.llm.errors import (
-    LlmAuthError,
-    LlmBadRequest,
     LlmConnectionError,
-    LlmContextTooLong,
     LlmError,
-    LlmHttpError,
     LlmMalformedReply,
-    LlmNotFound,
-    LlmRateLimited,
     LlmTimeout,
-    LlmUnsupported,
 )
-from neuro_san.llm.provider_errors import context_limit, is_context_length_error, is_unsupported_error
+from neuro_san.llm.http_failures import excerpt_text, http_failure
 from neuro_san.llm.retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
 
 logger = logging.getLogger(__name__)
@@ -64,9 +57,6 @@ DEFAULT_CONNECTION_LIMIT = 4096
 SECRET_HEADERS: frozenset[str] = frozenset(
     {"authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token"}
 )
-#: Longest provider error excerpt copied into an exception message.
-EXCERPT_CHARS = 300
-_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_-]{2})[A-Za-z0-9_\-*.]{4,}")
 
 
 def origin_of(url: str) -> str:
@@ -318,90 +308,9 @@ def _decode_object(body: bytes, content_type: str, where: str, provider: str) ->
         decoded = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise LlmMalformedReply(
-            f"reply from {where} is not JSON (content-type {content_type or 'missing'!r}): {_excerpt_text(body, [])!r}",
+            f"reply from {where} is not JSON (content-type {content_type or 'missing'!r}): {excerpt_text(body, [])!r}",
             provider,
         ) from error
     if not isinstance(decoded, dict):
         raise LlmMalformedReply(f"reply from {where} is JSON but not an object: {type(decoded).__name__}", provider)
     return decoded
-
-
-def http_failure(
-    status: int,
-    body: bytes,
-    retry_after: float | None,
-    secrets: list[str],
-    provider: str,
-    where: str,
-    key_source: str,
-    target: str,
-) -> LlmHttpError:
-    """The exception for a non-success reply (raised by the caller once retries are over)."""
-    detail = _provider_message(body, secrets)
-    suffix = f": {detail}" if detail else ""
-    if status in (401, 403):
-        hint = f"; check {key_source}" if key_source else ""
-        return LlmAuthError(
-            f"the API key was rejected (HTTP {status} from {where}){hint}{suffix}",
-            provider,
-            status,
-        )
-    if status == 404:
-        what = target or "the endpoint"
-        return LlmNotFound(f"{what} not found (HTTP 404 from {where}){suffix}", provider, status)
-    if status == 429:
-        return LlmRateLimited(
-            f"rate limited (HTTP 429 from {where}) after all retries{suffix}",
-            provider,
-            status,
-            retry_after,
-        )
-    if 400 <= status < 500 and status != 408 and is_context_length_error(detail):
-        limit = context_limit(detail)
-        stated = f"{limit} tokens" if limit else "its size not stated by the provider"
-        return LlmContextTooLong(
-            f"the conversation is longer than the model's context window ({stated}; HTTP {status} "
-            f"from {where}){suffix}",
-            provider,
-            status,
-            limit,
-        )
-    if status in (400, 422):
-        if is_unsupported_error(detail):
-            what = f" for {target}" if target else ""
-            return LlmUnsupported(
-                f"the provider refused the configuration{what} (HTTP {status} from {where}){suffix}",
-                provider,
-                status,
-            )
-        return LlmBadRequest(f"the provider refused the request (HTTP {status} from {where}){suffix}", provider, status)
-    return LlmHttpError(f"HTTP {status} from {where}{suffix}", provider, status, retry_after)
-
-
-def _provider_message(body: bytes, secrets: list[str]) -> str:
-    """A short, key-free excerpt of the provider's error message."""
-    try:
-        decoded = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return _excerpt_text(body, secrets)
-    message: Any = decoded
-    if isinstance(decoded, dict):
-        # OpenAI and Anthropic: {"error": {"message": ...}}; others: {"error": "..."} or
-        # {"message": ...}.
-        error = decoded.get("error", decoded)
-        message = error.get("message", error) if isinstance(error, dict) else error
-    text = message if isinstance(message, str) else json.dumps(message)
-    return _excerpt_text(text.encode(), secrets)
-
-
-def _excerpt_text(body: bytes, secrets: list[str]) -> str:
-    text = " ".join(body.decode("utf-8", errors="replace").split())
-    for secret in secrets:
-        # "Bearer sk-…": scrub the token as well as the whole value.
-        for value in {secret, secret.split(" ", 1)[-1]}:
-            if len(value) >= 4:
-                text = text.replace(value, "***")
-    text = _KEY_LIKE.sub(r"\1***", text)
-    if len(text) > EXCERPT_CHARS:
-        text = text[:EXCERPT_CHARS] + "…"
-    return text

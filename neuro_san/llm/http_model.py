@@ -94,27 +94,23 @@ class HttpJsonModel(ABC):
         target = f"model {self._model_name!r}"
         if on_delta is None:
             reply = await self._pool.post(self._endpoint, self.request_body(messages, tools), target=target)
-        else:
-            answered: list[bool] = []
+            return unique_call_ids(self.parse_reply(reply), messages)
+        answered = False
 
-            def sink(delta: TextDelta) -> None:
-                if not delta.reasoning:
-                    answered.append(True)
-                on_delta(delta)
+        def sink(delta: TextDelta) -> None:
+            nonlocal answered
+            answered = answered or not delta.reasoning
+            on_delta(delta)
 
-            reply = await self._pool.post(
-                self.stream_endpoint(),
-                self.stream_body(messages, tools),
-                target=target,
-                read=self.stream_reader(sink),
-            )
-            response = self.parse_reply(reply)
-            if response.text and not answered:
-                # Answered whole (a server that does not stream): the text is one delta,
-                # so the deltas still add up to the reply.
-                on_delta(TextDelta(response.text))
-            return unique_call_ids(response, messages)
-        return unique_call_ids(self.parse_reply(reply), messages)
+        reply = await self._pool.post(
+            self.stream_endpoint(), self.stream_body(messages, tools), target=target, read=self.stream_reader(sink)
+        )
+        response = self.parse_reply(reply)
+        if response.text and not answered:
+            # Answered whole (a server that does not stream): the text is one delta, so
+            # the deltas still add up to the reply.
+            on_delta(TextDelta(response.text))
+        return unique_call_ids(response, messages)
 
 
 def renamed_action(endpoint: Endpoint, action: str, streamed: str, query: str = "") -> Endpoint:

@@ -53,7 +53,7 @@ class OpenAIStream:
             self._done = True
             return
         chunk = json_event(event.data, self._provider)
-        if not isinstance(chunk, Mapping):
+        if not isinstance(chunk, dict):
             return
         if "error" in chunk:
             raise _error(chunk["error"], self._provider)
@@ -61,12 +61,12 @@ class OpenAIStream:
         if chunk.get("usage"):
             self._usage = chunk["usage"]
         choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return
         choice = choices[0]
         self._finish = choice.get("finish_reason") or self._finish
         delta = choice.get("delta")
-        if isinstance(delta, Mapping):
+        if isinstance(delta, dict):
             self._delta(delta)
 
     def _delta(self, delta: Mapping[str, Any]) -> None:
@@ -84,7 +84,7 @@ class OpenAIStream:
             self._text.append(content)
             self._on_delta(TextDelta(content))
         for position, call in enumerate(delta.get("tool_calls") or ()):
-            if isinstance(call, Mapping):
+            if isinstance(call, dict):
                 self._call_piece(position, call)
 
     def _call_piece(self, position: int, call: Mapping[str, Any]) -> None:
@@ -93,14 +93,14 @@ class OpenAIStream:
         if call.get("id") and not entry.get("id"):
             entry["id"] = call["id"]
         function = call.get("function")
-        if not isinstance(function, Mapping):
+        if not isinstance(function, dict):
             return
         if function.get("name") and not entry.get("name"):
             entry["name"] = function["name"]
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             entry["arguments"].append(arguments)
-        elif isinstance(arguments, Mapping):
+        elif isinstance(arguments, dict):
             # Some compatible servers send each call whole, arguments as an object.
             entry["arguments"].append(json.dumps(arguments))
 
@@ -130,7 +130,7 @@ class OpenAIStream:
 
 
 def _error(error: Any, provider: str) -> Exception:
-    if not isinstance(error, Mapping):
+    if not isinstance(error, dict):
         return stream_failure(500, str(error), provider)
     code, kind = error.get("code"), error.get("type")
     if isinstance(code, int) and 400 <= code < 600:

@@ -23,6 +23,7 @@ Token usage is counted in whitespace-separated words, so accounting is reproduci
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -155,9 +156,11 @@ class ScriptedModel:
         template = self._reply if self._reply is not None else ("{results}" if results else "{input}")
         text = _fill(template, values)
         if on_delta is not None:
-            # Streamed a word at a time (with its following spaces), as a provider would.
+            # Streamed a word at a time (with its following spaces), as a provider would,
+            # letting the loop run between words as a network read would.
             for piece in re.findall(r"\S+\s*|\s+", text):
                 on_delta(TextDelta(piece))
+                await asyncio.sleep(0)
         return ModelResponse(text=text, usage=Usage(prompt_tokens, _words(text)), model=self._model_name)
 
     def _plan_calls(

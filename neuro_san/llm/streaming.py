@@ -16,6 +16,9 @@ Each provider's adapter supplies an :class:`Assembler`: it is fed the decoded ev
 order, tells the delta sink each piece of text as it comes, and finally gives the reply
 object in the provider's *non-streaming* shape, so the adapter's ``parse_reply`` reads a
 streamed reply exactly as it reads a whole one (tool calls, usage, truncation alike).
+The assemblers run once per token: they test decoded JSON with ``isinstance(x, dict)``
+(``json`` only makes dicts), not against the ``Mapping`` ABC, whose check was a measurable
+share of the server's CPU per token.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from typing import Any, Protocol
 import aiohttp
 
 from neuro_san.llm.errors import LlmConnectionError, LlmError, LlmMalformedReply
-from neuro_san.llm.http import ReplyReader, http_failure, redact_url
+from neuro_san.llm.http import ReplyReader, redact_url
+from neuro_san.llm.http_failures import http_failure
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -181,7 +185,7 @@ def stream_failure(status: int, message: str, provider: str, where: str = "the p
     """The error for a provider's error event mid-stream, mapped as the same failure
     would be as an HTTP status (``status``: the status the provider gives that error)."""
     body = json.dumps({"error": {"message": message}}).encode()
-    return http_failure(status, body, None, [], provider, f"{where}, mid-stream", "", "")
+    return http_failure(status, body, None, [], provider, f"{where}, mid-stream", "", "", retried=False)
 
 
 def incomplete(provider: str) -> LlmConnectionError:

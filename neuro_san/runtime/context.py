@@ -31,6 +31,28 @@ class ClassResolver(Protocol):
 TokenScope = Literal["none", "front", "all"]
 
 
+class JournalQueue(asyncio.Queue[Any]):
+    """The journal's queue; it knows the last message put that nobody has taken yet, so a
+    token delta can join the one still waiting (same agent, same kind) instead of queueing
+    behind it. A client slower than the model then gets fewer, longer deltas carrying the
+    same text, rather than a backlog of tiny ones each paying its own way through the
+    transports; a client that keeps up gets every delta as it came."""
+
+    def _init(self, maxsize: int) -> None:
+        super()._init(maxsize)
+        self.last_unread: Any = None
+
+    def _put(self, item: Any) -> None:
+        super()._put(item)
+        self.last_unread = item
+
+    def _get(self) -> Any:
+        item = super()._get()
+        if item is self.last_unread:
+            self.last_unread = None
+        return item
+
+
 class Journal:
     """Where a request's messages go. Only MAXIMAL requests stream them: the others
     get no queue and every ``emit`` is a no-op, so MINIMAL pays nothing for them.
@@ -44,7 +66,7 @@ class Journal:
         self.streaming = streaming
         self.tokens: TokenScope = tokens
         wanted = streaming or tokens != "none"
-        self.queue: asyncio.Queue[ChatMessage] | None = asyncio.Queue() if wanted else None
+        self.queue: JournalQueue | None = JournalQueue() if wanted else None
 
     def emit(self, message: ChatMessage) -> None:
         if self.streaming and self.queue is not None:
@@ -59,6 +81,15 @@ class Journal:
 
         def sink(delta: TextDelta) -> None:
             kind = DeltaKind.REASONING if delta.reasoning else DeltaKind.ANSWER
+            waiting = queue.last_unread
+            if (
+                isinstance(waiting, ChatMessage)
+                and waiting.type is MessageType.TOKEN_DELTA
+                and waiting.delta_kind is kind
+                and waiting.origin == origin
+            ):
+                waiting.text += delta.text
+                return
             queue.put_nowait(ChatMessage(MessageType.TOKEN_DELTA, delta.text, origin, delta_kind=kind))
 
         return sink

@@ -96,6 +96,10 @@ class ExternalAgents:
             sly_data=caller.allow.to_downstream.apply(ctx.sly_data),
             chat_filter=ChatFilter.MAXIMAL if forward else ChatFilter.MINIMAL,
             metadata=metadata,
+            # A called network's token deltas reach nobody: not asked of a network of this
+            # server (whatever its default); a remote one's are dropped below. (Nothing is
+            # sent to a remote server, which may be a neuro-san that knows no such field.)
+            stream_tokens=False if ref.startswith("/") else None,
         )
         answer: ChatMessage | None = None
         async for message in self._chat(ref, request):
@@ -103,7 +107,7 @@ class ExternalAgents:
                 continue
             if message.type is MessageType.AGENT_FRAMEWORK:
                 answer = message
-            elif forward:
+            elif forward and message.type is not MessageType.TOKEN_DELTA:
                 # Under the external node, the called network's origins keep its front man.
                 message.origin = (*origin, *message.origin)
                 if message.tool_result_origin:

@@ -97,7 +97,8 @@ def test_stream_prints_the_answer_once_as_it_is_written(cli_server: ServerProces
     raw = neuro_san("chat", "counter", "-m", "hello big world", "--stream", "--json", *on(cli_server, transport))
     messages = [json.loads(line) for line in raw.stdout.splitlines()]
     deltas, final = messages[:-1], messages[-1]
-    assert [m["type"] for m in deltas] == ["TOKEN_DELTA"] * 6 and final["type"] == "AGENT_FRAMEWORK"
+    # As many deltas as the client kept up with (waiting ones join): at least one.
+    assert deltas and {m["type"] for m in deltas} == {"TOKEN_DELTA"} and final["type"] == "AGENT_FRAMEWORK"
     assert "".join(m["text"] for m in deltas) == final["text"] == "after 0 turns: hello big world"
     assert all(m["origin"] == [{"tool": "counter", "instantiation_index": 1}] for m in deltas)
 

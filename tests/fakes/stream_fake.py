@@ -31,6 +31,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from tests.fakes import stream_wire as wire
 from tests.fakes.fake_llm import RECEIVED_BODIES
+from tests.fakes.sigv4_check import check_request
 
 RENDER: dict[str, Callable[[wire.Script], list[bytes]]] = {
     "openai": wire.openai_events,
@@ -80,8 +81,11 @@ class _Server(web.Server):
 class StreamFake:
     """Use as an async context manager; see the module docstring."""
 
-    def __init__(self, *, pace: float = 0.0, awkward: bool = True) -> None:
+    def __init__(self, *, pace: float = 0.0, awkward: bool = True, aws: tuple[str, str, str] | None = None) -> None:
+        """``aws``: (access key, secret key, region) to check each Bedrock request's SigV4
+        signature with (tests/fakes/sigv4_check.py), answering 403 when it does not match."""
         self.pace = pace
+        self.aws = aws
         self.awkward = awkward
         self.requests: list[StreamSeen] = []
         self.events_written = 0
@@ -140,6 +144,14 @@ class StreamFake:
         body = json.loads(raw) if raw else None
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.requests.append(StreamSeen(kind, request.path, dict(request.query), headers, body))
+        if kind.startswith("bedrock") and self.aws is not None:
+            access, secret, region = self.aws
+            problem = check_request(
+                request.method, request.raw_path.split("?")[0], request.query_string, headers, raw,
+                access_key=access, secret_key=secret, region=region,
+            )  # fmt: skip
+            if problem:
+                return web.json_response({"message": problem}, status=403)
         if kind == "openai" and isinstance(body, dict) and body.get("stream") is not True:
             script = self._queue.popleft() if self._queue else wire.Script(text=f"echo: {_last_text(body)}")
             return web.json_response(wire.openai_whole(script))
@@ -150,7 +162,7 @@ class StreamFake:
         if kind == "unknown":
             return web.json_response({"error": {"message": "no such route"}}, status=404)
         script = self._queue.popleft() if self._queue else wire.Script(text=f"echo: {_last_text(body)}")
-        events = RENDER[kind](script)
+        events = RENDER[kind](script)[: script.stop_after]
         self.events_total, self.events_written = len(events), 0
         content_type = CONTENT_TYPES.get(kind, "application/vnd.amazon.eventstream")
         response = web.StreamResponse(headers={"Content-Type": content_type, **script.extra_headers})

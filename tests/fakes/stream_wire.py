@@ -52,6 +52,8 @@ class Script:
     error: ErrorEvent = ("server_error", "the model broke down")
     model: str = "fake-model"
     signature: str = "sig-123"
+    #: End the response (cleanly) after this many events, before the reply's last ones.
+    stop_after: int | None = None
     extra_headers: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -212,3 +212,35 @@ def test_a_server_that_answers_whole_is_read_whole_as_one_delta(protocol: str) -
             await factory.aclose()
 
     run_with_fake_llm(body)
+
+
+@pytest.mark.parametrize("kind", ["bedrock-converse", "bedrock-invoke"])
+def test_bedrock_streams_are_signed_for_their_own_path(kind: str) -> None:
+    aws = ("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "eu-west-3")
+    model = {"bedrock-converse": "amazon.nova-lite-v1:0", "bedrock-invoke": "anthropic.claude-fake-v1:0"}[kind]
+
+    async def main() -> None:
+        factory = LlmFactory(env={})
+        async with StreamFake(aws=aws) as fake:
+            config = fake.llm_config(kind, model_name=model, aws_access_key_id=aws[0],
+                                     aws_secret_access_key=aws[1], region_name=aws[2])  # fmt: skip
+            try:
+                fake.enqueue(Script(text=TEXT))
+                response, deltas = await streamed(factory.create(config))
+            finally:
+                await factory.aclose()
+        assert answer(deltas) == response.text == TEXT  # the fake checked the signature (403 otherwise)
+        suffix = "/converse-stream" if kind == "bedrock-converse" else "/invoke-with-response-stream"
+        assert fake.requests[-1].path == f"/model/{model}{suffix}"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stream_that_ends_before_its_last_event_is_a_connection_failure(kind: str) -> None:
+    async def body(fake: StreamFake, model: Model) -> None:
+        fake.enqueue(Script(text="one two three four", stop_after=4))
+        with pytest.raises(LlmConnectionError, match="ended before the reply was complete"):
+            await streamed(model)
+
+    run(kind, body)

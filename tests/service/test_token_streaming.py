@@ -32,7 +32,9 @@ from gateway.composition import protocol_frontends, start_gateway
 from gateway.invokers.inprocess import InProcessInvoker
 from neuro_san.client import AsyncAgentClient
 from neuro_san.client.errors import ClientError
-from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType
+from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType, Origin
+from neuro_san.llm.interface import TextDelta
+from neuro_san.runtime.context import Journal
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script
@@ -48,7 +50,7 @@ def network(llm_config: dict[str, Any], **top: Any) -> dict[str, Any]:
                 "name": "front",
                 "function": {"description": "Answers."},
                 "instructions": "Answer the question; ask the helper when unsure.",
-                "tools": ["helper"],
+                "tools": ["helper", "/other"],
             },
             {
                 "name": "helper",
@@ -63,6 +65,22 @@ def network(llm_config: dict[str, Any], **top: Any) -> dict[str, Any]:
     }
 
 
+#: Another network of the same server, called by the talker as /other; it streams tokens
+#: by default.
+OTHER: dict[str, Any] = {
+    "stream_tokens": True,
+    "tools": [
+        {
+            "name": "elsewhere",
+            "function": {
+                "description": "Knows other things.",
+                "parameters": {"type": "object", "properties": {"question": {"type": "string"}}},
+            },
+            "instructions": "Answer.",
+        }
+    ],
+}
+
 Body = Callable[[StreamFake, AsyncAgentClient], Awaitable[None]]
 HttpBody = Callable[[StreamFake, str], Awaitable[None]]
 
@@ -71,32 +89,41 @@ def run(tmp_path: Path, body: Body, pace: float = 0.0, **top: Any) -> None:
     """``body(fake, grpc_client)`` against an in-process server."""
 
     async def main() -> None:
-        async with served(tmp_path, pace, **top) as (fake, port, _):
+        async with served(tmp_path, pace, "in-process", **top) as (fake, port, _):
             async with AsyncAgentClient.grpc(f"127.0.0.1:{port}") as client:
                 await asyncio.wait_for(body(fake, client), 30)
 
     asyncio.run(main())
 
 
-def run_http(tmp_path: Path, body: HttpBody, pace: float = 0.0, **top: Any) -> None:
+def run_http(tmp_path: Path, body: HttpBody, pace: float = 0.0, via: str = "in-process", **top: Any) -> None:
     """``body(fake, http_base)`` against the same server's HTTP port (every front-end)."""
 
     async def main() -> None:
-        async with served(tmp_path, pace, **top) as (fake, _, base):
+        async with served(tmp_path, pace, via, **top) as (fake, _, base):
             await asyncio.wait_for(body(fake, base), 30)
 
     asyncio.run(main())
 
 
 @contextlib.asynccontextmanager
-async def served(tmp_path: Path, pace: float, **top: Any) -> AsyncIterator[tuple[StreamFake, int, str]]:
+async def served(
+    tmp_path: Path, pace: float, via: str = "in-process", **top: Any
+) -> AsyncIterator[tuple[StreamFake, int, str]]:
+    """``via``: the gateway calls the service in-process (``serve``) or over gRPC (the
+    standalone gateway's way)."""
     async with StreamFake(pace=pace, awkward=False) as fake:
         config = fake.llm_config("openai", max_attempts=1)
         (tmp_path / "talker.json").write_text(json.dumps(network(config, **top)))
-        (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True}))
+        (tmp_path / "other.json").write_text(json.dumps(OTHER | {"llm_config": config}))
+        (tmp_path / "manifest.json").write_text(json.dumps({"talker.json": True, "other.json": True}))
         server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[tmp_path / "manifest.json"]))
         port = await server.start()
-        invoker = InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+        invoker = (
+            InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+            if via == "in-process"
+            else server.internal_target
+        )
         frontends = protocol_frontends(playground=False, env={})
         gateway = await start_gateway(invoker, "127.0.0.1", 0, GatewayConfig(), frontends=frontends)
         try:
@@ -227,12 +254,13 @@ def test_an_error_part_way_ends_the_chat_with_todays_status(tmp_path: Path) -> N
         assert "".join(m.text for m in deltas(received)) == "one two "
         # As a whole reply's 429 after its retries: UNAVAILABLE, the provider's words kept.
         assert caught.value.code == grpc.StatusCode.UNAVAILABLE.value[0]
-        assert "rate limited (HTTP 429" in str(caught.value) and "slow down" in str(caught.value)
+        assert "rate limited (HTTP 429 from the provider, mid-stream): slow down" in str(caught.value)
 
     run(tmp_path, body)
 
 
-def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["in-process", "grpc"])
+def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Path, via: str) -> None:
     async def body(fake: StreamFake, base: str) -> None:
         fake.enqueue(Script(text=ANSWER))
         request = {"user_message": {"text": "question?"}, "stream_tokens": True}
@@ -252,4 +280,48 @@ def test_http_lines_carry_each_delta_before_the_model_has_finished(tmp_path: Pat
         assert "".join(line["response"]["text"] for line in delta_lines) == final["response"]["text"] == ANSWER
         assert all("delta_kind" not in line["response"] and "request" not in line for line in delta_lines)
 
-    run_http(tmp_path, body, pace=0.1)
+    run_http(tmp_path, body, pace=0.1, via=via)
+
+
+def test_deltas_waiting_for_a_slow_reader_join_and_keep_their_order() -> None:
+    async def scenario() -> None:
+        journal = Journal(streaming=True, tokens="all")
+        assert journal.queue is not None
+        front, helper = (Origin("front"),), (Origin("front"), Origin("helper"))
+        write, help_ = journal.delta_sink(front), journal.delta_sink(helper)
+        assert write is not None and help_ is not None
+        write(TextDelta("The "))
+        write(TextDelta("answer "))  # nobody took the first yet: it joins
+        write(TextDelta("hmm", reasoning=True))  # another kind: its own message
+        write(TextDelta("is "))  # the reasoning is last in line now: its own message too
+        help_(TextDelta("42"))  # another agent: its own message
+        taken = [journal.queue.get_nowait() for _ in range(journal.queue.qsize())]
+        assert [(m.text, m.delta_kind, len(m.origin)) for m in taken] == [
+            ("The answer ", DeltaKind.ANSWER, 1), ("hmm", DeltaKind.REASONING, 1),
+            ("is ", DeltaKind.ANSWER, 1), ("42", DeltaKind.ANSWER, 2),
+        ]  # fmt: skip
+        write(TextDelta("forty"))  # the last one was taken: a new message
+        write(TextDelta(" two"))
+        journal.emit(ChatMessage(MessageType.AI, "done", front))  # a complete message ends the run
+        write(TextDelta("!"))
+        taken = [journal.queue.get_nowait() for _ in range(journal.queue.qsize())]
+        assert [m.text for m in taken] == ["forty two", "done", "!"]
+        assert Journal(streaming=False, tokens="front").delta_sink(helper) is None  # MINIMAL: the front man's only
+
+    asyncio.run(scenario())
+
+
+def test_a_called_network_of_the_same_server_does_not_stream_whatever_its_default(tmp_path: Path) -> None:
+    async def body(fake: StreamFake, client: AsyncAgentClient) -> None:
+        fake.enqueue(
+            Script(text="Asking. ", tool_calls=(("c1", "__other", {"question": "what?"}),)),
+            Script(text="Other says 42."),
+            Script(text=ANSWER),
+        )
+        messages = await chat(client, True, maximal=True)
+        assert messages[-1].text == ANSWER
+        assert {tuple(o.tool for o in m.origin) for m in deltas(messages)} == {("front",)}
+        assert "".join(m.text for m in deltas(messages)) == "Asking. " + ANSWER
+        assert [seen.body["stream"] for seen in fake.requests] == [True, False, True]
+
+    run(tmp_path, body)

@@ -42,6 +42,9 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
     assert scenarios["S7"]["floor"]["completed"] == scenarios["S7"]["chats"]
     for workers in ("workers_1", "workers_2"):
         assert scenarios["S8"][workers]["completed"] > 0 and scenarios["S8"][workers]["failed"] == 0, workers
+    for transport in ("http", "grpc"):  # token streaming: deltas came, over both
+        assert scenarios["S9"][transport]["deltas"] > 0 and scenarios["S9"][transport]["failed"] == 0, transport
+    assert scenarios["S9"]["burst"]["completed"] == scenarios["S9"]["burst"]["chats"]
     assert scenarios["startup"]["first_chat_ok"]
     assert "S1 echo, 1 client, HTTP" in completed.stdout
     assert len(list(tmp_path.glob("*.json"))) == 2

@@ -99,7 +99,7 @@ def test_stream_hello_world_working_then_completed_with_an_artifact(server: Serv
         # The answer streams as chunks of one artifact (append after the first), then the
         # whole answer replaces them in the last chunk.
         *chunks, last = updates
-        assert len(chunks) > 1 and [u.append for u in chunks] == [False] + [True] * (len(chunks) - 1)
+        assert chunks and [u.append for u in chunks] == [False] + [True] * (len(chunks) - 1)
         assert not any(u.last_chunk for u in chunks) and last.last_chunk and not last.append
         assert {u.artifact.artifact_id for u in updates} == {last.artifact.artifact_id}
         assert "".join(u.artifact.parts[0].text for u in chunks) == last.artifact.parts[0].text
