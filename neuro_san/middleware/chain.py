@@ -19,7 +19,8 @@ from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invoca
 from neuro_san.middleware.memory import PersistentMemoryMiddleware
 from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
-from neuro_san.middleware.studio_config import ChecklistSettings, MemorySettings
+from neuro_san.middleware.skills import SkillsMiddleware
+from neuro_san.middleware.studio_config import ChecklistSettings, MemorySettings, SkillsSettings
 from neuro_san.middleware.summarization import SummarizationMiddleware
 from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
 
@@ -44,6 +45,8 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         return PersistentMemoryMiddleware(invocation, config.settings)
     if isinstance(config.settings, ChecklistSettings):
         return ChecklistMiddleware(invocation, config.settings)
+    if isinstance(config.settings, SkillsSettings):
+        return SkillsMiddleware(invocation, config.settings)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 

@@ -17,7 +17,13 @@ from typing import Any
 
 from neuro_san.middleware.args import MiddlewareArgs as _Args
 from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
-from neuro_san.middleware.studio_config import STUDIO_CLASSES, ChecklistSettings, MemorySettings, parse_studio
+from neuro_san.middleware.studio_config import (
+    STUDIO_CLASSES,
+    ChecklistSettings,
+    MemorySettings,
+    SkillsSettings,
+    parse_studio,
+)
 from neuro_san.network.errors import NetworkLoadError, type_name
 
 PII_CLASSES = frozenset(
@@ -96,7 +102,7 @@ class MiddlewareConfig:
     name: str
     settings: (
         PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | MemorySettings
-        | ChecklistSettings
+        | ChecklistSettings | SkillsSettings
     )
 
 
