@@ -216,3 +216,112 @@ def test_skills_local_and_remote_are_listed_loaded_and_their_files_read(tmp_path
         assert offered == ["get_full_skill_content", "load_skill_resource_local", "load_skill_resource_remote"]
 
     run_with_fake_llm(body)
+
+
+DEFINER = '''
+import json
+from neuro_san.interfaces.coded_tool import CodedTool
+
+
+class Definer(CodedTool):
+    async def async_invoke(self, args, sly_data):
+        sly_data["agent_network_definition"] = json.loads(args["definition"])
+        return "stored"
+'''
+STRUCTURE = (
+    "middleware.agent_network_designer.validation.agent_network_structure_validation_middleware."
+    "AgentNetworkStructureValidationMiddleware"
+)
+INSTRUCTIONS = (
+    "middleware.agent_network_designer.validation.agent_network_instructions_validation_middleware."
+    "AgentNetworkInstructionsValidationMiddleware"
+)
+
+
+def _designer(fake: FakeLlmServer, middleware_class: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"definition": {"type": "string"}}, "required": ["definition"]}
+    return {
+        "llm_config": fake.llm_config(),
+        "tools": [
+            {
+                "name": "editor",
+                "instructions": "Edit the network.",
+                "tools": ["set_definition"],
+                "middleware": [{"class": middleware_class, "args": {"sly_data": True}}],
+            },
+            {
+                "name": "set_definition",
+                "function": {"description": "d", "parameters": parameters},
+                "class": "definer.Definer",
+            },
+        ],
+    }
+
+
+def _define(network: dict[str, Any], call_id: str) -> Reply:
+    return Reply.calls(FakeToolCall("set_definition", {"definition": json.dumps(network)}, call_id))
+
+
+def test_structure_validation_sends_the_model_back_until_the_network_is_sound(tmp_path: Path) -> None:
+    (tmp_path / "definer.py").write_text(DEFINER)
+    broken = {
+        "boss": {"instructions": "x", "tools": ["worker", "ghost"]},
+        "worker": {"instructions": "y", "tools": ["boss"]},
+        "stray": {"instructions": "z", "tools": ["helper"], "args": {"tools": 3}},
+        "helper": {"instructions": "h"},
+    }
+    sound = {"boss": {"instructions": "x", "tools": ["worker"]}, "worker": {"instructions": "y"}}
+
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"net": _designer(fake, STRUCTURE)}, tool_roots=[tmp_path])
+        fake.enqueue(
+            Reply.answer("nothing yet"),  # no definition at all: sent back
+            _define(broken, "a"),
+            Reply.answer("done"),  # sent back with the errors
+            _define(sound, "b"),
+            Reply.answer("fixed"),
+        )
+        messages = await run_chat(host, "net", "design it")
+        await factory.aclose()
+        assert messages[-1].text == "fixed"
+        bodies = [request.body for request in fake.requests]
+        assert len(bodies) == 5
+        assert bodies[1]["messages"][-2:] == [
+            {"role": "assistant", "content": "nothing yet"},
+            {"role": "user", "content": "Error: No agent network found. Please create a new agent network using "
+                                        "`create_new_network` tool"},
+        ]  # fmt: skip
+        sent_back = bodies[3]["messages"][-1]
+        assert sent_back["role"] == "user"
+        assert sent_back["content"] == (
+            "Errors detected:\n"
+            "- stray 'args.tools' must be a dict or list, got int.\n"
+            "- Cyclical dependencies found in agents: ['boss', 'worker']\n"
+            "- Agent 'boss' references non-existent agent(s) in tools: 'ghost'\n"
+            # boss and worker call each other, so stray is the one front man.
+            "- Unreachable agents found: ['boss', 'worker']\n"
+            "\nUse your tools to fix the errors."
+        )
+
+    run_with_fake_llm(body)
+
+
+def test_instructions_validation_reports_empty_instructions_and_descriptions(tmp_path: Path) -> None:
+    (tmp_path / "definer.py").write_text(DEFINER)
+    lacking = {"boss": {"instructions": " ", "description": "", "tools": ["w"]}, "w": {"instructions": 3}}
+
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"net": _designer(fake, INSTRUCTIONS)}, tool_roots=[tmp_path])
+        fake.enqueue(_define(lacking, "a"), Reply.answer("done"), _define({"boss": {"instructions": "ok"}}, "b"),
+                     Reply.answer("fixed"))  # fmt: skip
+        messages = await run_chat(host, "net", "write instructions")
+        await factory.aclose()
+        assert messages[-1].text == "fixed"
+        assert fake.requests[2].body["messages"][-1]["content"] == (
+            "Error(s):\n"
+            "boss 'function.description' cannot be empty.\n"
+            "boss 'instructions' cannot be empty.\n"
+            "w 'instructions' must be a str, got int."
+        )
+
+    run_with_fake_llm(body)

@@ -19,9 +19,7 @@ from neuro_san.middleware.args import MiddlewareArgs as _Args
 from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
 from neuro_san.middleware.studio_config import (
     STUDIO_CLASSES,
-    ChecklistSettings,
-    MemorySettings,
-    SkillsSettings,
+    StudioSettings,
     parse_studio,
 )
 from neuro_san.network.errors import NetworkLoadError, type_name
@@ -101,8 +99,7 @@ class MiddlewareConfig:
     #: The name LangChain would give the instance (duplicates are refused).
     name: str
     settings: (
-        PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | MemorySettings
-        | ChecklistSettings | SkillsSettings
+        PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | StudioSettings
     )
 
 

@@ -1,9 +1,10 @@
 """Load-time settings of neuro-san-studio's middleware classes (``middleware.…`` in a
-studio project), implemented natively here: persistent memory, the checklist, skills.
+studio project), implemented natively here: persistent memory, the checklist, skills and
+the designer's two validation middlewares.
 
 Where studio warns about an unknown key and goes on, these refuse it at load with the key
 path (a misspelt setting should not silently change nothing). The Agent Network Designer
-family is refused with the reason (``REFUSED``).
+family's definition and persistence middlewares are refused with the reason (``REFUSED``).
 """
 
 from __future__ import annotations
@@ -19,15 +20,20 @@ from neuro_san.middleware.args import MiddlewareArgs
 MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
 CHECKLIST_CLASS = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
 SKILLS_CLASS = "middleware.agent_skills_middleware.AgentSkillsMiddleware"
-STUDIO_CLASSES = frozenset({MEMORY_CLASS, CHECKLIST_CLASS, SKILLS_CLASS})
+_VALIDATION = "middleware.agent_network_designer.validation."
+STRUCTURE_CLASS = (
+    _VALIDATION + "agent_network_structure_validation_middleware.AgentNetworkStructureValidationMiddleware"
+)
+INSTRUCTIONS_CLASS = (
+    _VALIDATION + "agent_network_instructions_validation_middleware.AgentNetworkInstructionsValidationMiddleware"
+)
+STUDIO_CLASSES = frozenset({MEMORY_CLASS, CHECKLIST_CLASS, SKILLS_CLASS, STRUCTURE_CLASS, INSTRUCTIONS_CLASS})
 
 _DESIGNER = "middleware.agent_network_designer."
 _NOT_YET = "neuro-san-studio's {what} is not implemented on this server yet (docs/compatibility.md)"
 _DESIGNER_CLASSES = (
     "agent_network_definition_middleware.AgentNetworkDefinitionMiddleware",
     "persistence.agent_network_persistence_middleware.AgentNetworkPersistenceMiddleware",
-    "validation.agent_network_structure_validation_middleware.AgentNetworkStructureValidationMiddleware",
-    "validation.agent_network_instructions_validation_middleware.AgentNetworkInstructionsValidationMiddleware",
 )
 REFUSED: Mapping[str, str] = MappingProxyType(
     {
@@ -73,7 +79,19 @@ class SkillsSettings:
     http_timeout: float
 
 
-def parse_studio(class_name: str, check: MiddlewareArgs) -> MemorySettings | ChecklistSettings | SkillsSettings:
+@dataclass(frozen=True, slots=True)
+class DesignerValidationSettings:
+    #: ``structure`` or ``instructions``.
+    kind: str
+
+
+StudioSettings = MemorySettings | ChecklistSettings | SkillsSettings | DesignerValidationSettings
+
+
+def parse_studio(class_name: str, check: MiddlewareArgs) -> StudioSettings:
+    if class_name in (STRUCTURE_CLASS, INSTRUCTIONS_CLASS):
+        check.finish()  # only the injected sly_data, which the native class reads itself
+        return DesignerValidationSettings("structure" if class_name == STRUCTURE_CLASS else "instructions")
     if class_name == MEMORY_CLASS:
         return _memory(check)
     if class_name == SKILLS_CLASS:
