@@ -15,11 +15,18 @@ from neuro_san.middleware.config import (
     SummarizationSettings,
     ToolSelectionSettings,
 )
+from neuro_san.middleware.designer_validation import InstructionsValidationMiddleware, StructureValidationMiddleware
 from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, MiddlewareTool, ModelTurn
 from neuro_san.middleware.memory import PersistentMemoryMiddleware
 from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
-from neuro_san.middleware.studio_config import ChecklistSettings, MemorySettings
+from neuro_san.middleware.skills import SkillsMiddleware
+from neuro_san.middleware.studio_config import (
+    ChecklistSettings,
+    DesignerValidationSettings,
+    MemorySettings,
+    SkillsSettings,
+)
 from neuro_san.middleware.summarization import SummarizationMiddleware
 from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
 
@@ -44,6 +51,12 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         return PersistentMemoryMiddleware(invocation, config.settings)
     if isinstance(config.settings, ChecklistSettings):
         return ChecklistMiddleware(invocation, config.settings)
+    if isinstance(config.settings, SkillsSettings):
+        return SkillsMiddleware(invocation, config.settings)
+    if isinstance(config.settings, DesignerValidationSettings):
+        if config.settings.kind == "structure":
+            return StructureValidationMiddleware(invocation)
+        return InstructionsValidationMiddleware(invocation)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
@@ -112,6 +125,14 @@ class MiddlewareChain:
         # neuro-san's wording for an agent ended by a middleware exception; the agent loop's
         # error formatter (runtime/error_format.py) turns it into "Error from <agent>: …".
         return f"Agent stopped due to exception {stop}"
+
+    async def review(self, answer: str) -> str | None:
+        """The first objection of the middlewares (last first) to ``answer``, or None."""
+        for middleware in reversed(self.instances):
+            objection = await middleware.review(answer)
+            if objection:
+                return objection
+        return None
 
     async def after_agent(self, answer: str) -> str:
         for middleware in reversed(self.instances):

@@ -17,7 +17,11 @@ from typing import Any
 
 from neuro_san.middleware.args import MiddlewareArgs as _Args
 from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
-from neuro_san.middleware.studio_config import STUDIO_CLASSES, ChecklistSettings, MemorySettings, parse_studio
+from neuro_san.middleware.studio_config import (
+    STUDIO_CLASSES,
+    StudioSettings,
+    parse_studio,
+)
 from neuro_san.network.errors import NetworkLoadError, type_name
 
 PII_CLASSES = frozenset(
@@ -95,8 +99,7 @@ class MiddlewareConfig:
     #: The name LangChain would give the instance (duplicates are refused).
     name: str
     settings: (
-        PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | MemorySettings
-        | ChecklistSettings
+        PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | StudioSettings
     )
 
 

@@ -22,6 +22,9 @@ Two more hooks, for middleware that gives the agent abilities (neuro-san-studio'
   and are journaled like any tool call.
 - ``system_prompt()``: text added to the system prompt of each model call (computed per
   call, so it can show state that changes, like a checklist; it is not kept between calls).
+- ``review(answer)``: an after-agent check of an answer the model gave without tool
+  calls; text returned sends the model back (its answer, then that text as the user's)
+  instead of ending the invocation (LangChain's ``after_agent`` with ``jump_to: model``).
 
 A middleware reads and writes the request's sly_data as ``self.invocation.ctx.sly_data``
 and reports progress with ``self.invocation.ctx.emit`` (AGENT_PROGRESS).
@@ -109,4 +112,7 @@ class AgentMiddleware:
         return []
 
     async def system_prompt(self) -> str | None:
+        return None
+
+    async def review(self, answer: str) -> str | None:
         return None

@@ -1,9 +1,10 @@
 """Load-time settings of neuro-san-studio's middleware classes (``middleware.…`` in a
-studio project), implemented natively here: persistent memory and the checklist.
+studio project), implemented natively here: persistent memory, the checklist, skills and
+the designer's two validation middlewares.
 
 Where studio warns about an unknown key and goes on, these refuse it at load with the key
 path (a misspelt setting should not silently change nothing). The Agent Network Designer
-family and the skills middleware are refused with the reason (``REFUSED``).
+family's definition and persistence middlewares are refused with the reason (``REFUSED``).
 """
 
 from __future__ import annotations
@@ -18,19 +19,24 @@ from neuro_san.middleware.args import MiddlewareArgs
 
 MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
 CHECKLIST_CLASS = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
-STUDIO_CLASSES = frozenset({MEMORY_CLASS, CHECKLIST_CLASS})
+SKILLS_CLASS = "middleware.agent_skills_middleware.AgentSkillsMiddleware"
+_VALIDATION = "middleware.agent_network_designer.validation."
+STRUCTURE_CLASS = (
+    _VALIDATION + "agent_network_structure_validation_middleware.AgentNetworkStructureValidationMiddleware"
+)
+INSTRUCTIONS_CLASS = (
+    _VALIDATION + "agent_network_instructions_validation_middleware.AgentNetworkInstructionsValidationMiddleware"
+)
+STUDIO_CLASSES = frozenset({MEMORY_CLASS, CHECKLIST_CLASS, SKILLS_CLASS, STRUCTURE_CLASS, INSTRUCTIONS_CLASS})
 
 _DESIGNER = "middleware.agent_network_designer."
 _NOT_YET = "neuro-san-studio's {what} is not implemented on this server yet (docs/compatibility.md)"
 _DESIGNER_CLASSES = (
     "agent_network_definition_middleware.AgentNetworkDefinitionMiddleware",
     "persistence.agent_network_persistence_middleware.AgentNetworkPersistenceMiddleware",
-    "validation.agent_network_structure_validation_middleware.AgentNetworkStructureValidationMiddleware",
-    "validation.agent_network_instructions_validation_middleware.AgentNetworkInstructionsValidationMiddleware",
 )
 REFUSED: Mapping[str, str] = MappingProxyType(
     {
-        "middleware.agent_skills_middleware.AgentSkillsMiddleware": _NOT_YET.format(what="AgentSkillsMiddleware"),
         **{_DESIGNER + name: _NOT_YET.format(what="Agent Network Designer middleware") for name in _DESIGNER_CLASSES},
     }
 )
@@ -65,10 +71,48 @@ class ChecklistSettings:
     report_progress: bool
 
 
-def parse_studio(class_name: str, check: MiddlewareArgs) -> MemorySettings | ChecklistSettings:
+@dataclass(frozen=True, slots=True)
+class SkillsSettings:
+    #: Skill folders (relative to the working directory, or absolute) and http(s) URLs.
+    sources: tuple[str, ...]
+    keep_in_context: bool
+    http_timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class DesignerValidationSettings:
+    #: ``structure`` or ``instructions``.
+    kind: str
+
+
+StudioSettings = MemorySettings | ChecklistSettings | SkillsSettings | DesignerValidationSettings
+
+
+def parse_studio(class_name: str, check: MiddlewareArgs) -> StudioSettings:
+    if class_name in (STRUCTURE_CLASS, INSTRUCTIONS_CLASS):
+        check.finish()  # only the injected sly_data, which the native class reads itself
+        return DesignerValidationSettings("structure" if class_name == STRUCTURE_CLASS else "instructions")
     if class_name == MEMORY_CLASS:
         return _memory(check)
+    if class_name == SKILLS_CLASS:
+        return _skills(check)
     return _checklist(check)
+
+
+def _skills(check: MiddlewareArgs) -> SkillsSettings:
+    sources = check.get(
+        "skill_sources", None, lambda v: isinstance(v, list) and all(isinstance(s, str) and s for s in v),
+        "a list of skill folders or URLs",
+    )  # fmt: skip
+    if not sources:
+        raise check.fail("skill_sources", "missing: list the skill folders or URLs (each holding a SKILL.md)")
+    timeout = check.get(
+        "http_timeout", 30.0, lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
+        "a positive number of seconds",
+    )  # fmt: skip
+    settings = SkillsSettings(tuple(sources), check.flag("keep_skill_in_context", False), float(timeout))
+    check.finish()
+    return settings
 
 
 def _dict(check: MiddlewareArgs, parent: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:

@@ -150,3 +150,40 @@ def _string_end(text: str, start: int) -> int:
 
 def _unescape(value: str) -> str:
     return re.sub(r"\\(.)", r"\1", value)
+
+
+def included_files(path: Path) -> list[Path]:
+    """The files ``path`` includes, directly or not, found as a load would find them;
+    for one found nowhere, the places it would be found (so its arrival is a change).
+    For hot reload: a change to an included file (a studio project's
+    ``config/llm_config.hocon``, or the ``registries/generated/manifest.hocon`` a designer
+    writes) is a change of ``path``."""
+    found: list[Path] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return found
+    for _, _, target in _include_targets(text):
+        if not _left_alone(target):
+            top = _find(target, path)
+            if top is not None:
+                found.append(top)
+                _nested(top, found, 1)
+            else:
+                found += [Path.cwd() / target, path.parent / target]
+    return found
+
+
+def _nested(path: Path, found: list[Path], depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    for _, _, target in _include_targets(text):
+        nested = path.parent / target
+        if not _left_alone(target) and nested not in found:
+            found.append(nested)
+            if nested.is_file():
+                _nested(nested, found, depth + 1)

@@ -22,6 +22,8 @@ from types import MappingProxyType
 
 import neuro_san
 from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.files import HOCON_SUFFIXES
+from neuro_san.network.includes import included_files
 from neuro_san.network.loader import load_network
 from neuro_san.network.manifest import Manifest, ManifestEntry, merge_manifests, read_manifest
 from neuro_san.network.spec import NetworkSpec
@@ -32,8 +34,9 @@ logger = logging.getLogger(__name__)
 #: Called with the names of the networks that were added, changed or removed.
 ChangeListener = Callable[[set[str]], None]
 
-#: What identifies a file's version without reading it: (mtime in ns, size, inode).
-Fingerprint = tuple[int, int, int]
+#: What identifies a file's version without reading it: (mtime in ns, size, inode), and
+#: the same of each file it includes.
+Fingerprint = tuple[int, ...]
 
 
 def default_manifest_path() -> Path:
@@ -237,9 +240,31 @@ class NetworkRegistry:
         )
 
 
-def _fingerprint(path: Path) -> Fingerprint | None:
+#: Per file: its own stat when last read, and the files it includes with their stats then.
+_INCLUDES: dict[Path, tuple[tuple[int, int, int], list[tuple[Path, tuple[int, int, int] | None]]]] = {}
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
     try:
         stat = os.stat(path)
     except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size, stat.st_ino
+
+
+def _fingerprint(path: Path) -> Fingerprint | None:
+    """The file's stat, followed by those of the files it includes (a change to an included
+    file is a change of the file: studio's llm_config.hocon, a designer's generated manifest)."""
+    own = _stat(path)
+    if own is None:
+        return None
+    if path.suffix.lower() not in HOCON_SUFFIXES:
+        return own
+    cached = _INCLUDES.get(path)
+    if cached is None or cached[0] != own or any(_stat(other) != seen for other, seen in cached[1]):
+        # Something changed: read the includes again (a changed file may include others now).
+        cached = _INCLUDES[path] = (own, [(other, _stat(other)) for other in included_files(path)])
+    parts = list(own)
+    for _, seen in cached[1]:
+        parts.extend(seen or (-1, -1, -1))
+    return tuple(parts)

@@ -92,9 +92,16 @@ async def _run_llm_agent(
         ctx.record_usage(model_key, response.usage)
         record_llm_call(model.provider, model.model_name, response, time.monotonic() - call_started)
         if not response.tool_calls:
-            answer = response.text
-            truncated = response.truncated
-            break
+            back = await middleware.review(response.text) if middleware is not None else None
+            if back is None:
+                answer = response.text
+                truncated = response.truncated
+                break
+            # A middleware's after-agent check failed: the model goes on with its answer
+            # and the problems, within the same iteration budget.
+            messages.append(LlmMessage(role="assistant", content=response.text, reasoning=response.reasoning))
+            messages.append(LlmMessage(role="user", content=back))
+            continue
         messages.append(
             LlmMessage(
                 role="assistant", content=response.text, tool_calls=response.tool_calls, reasoning=response.reasoning

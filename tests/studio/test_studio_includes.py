@@ -127,3 +127,41 @@ def test_server_serving_no_network_says_so(tmp_path: Path) -> None:
     assert "serving NO agent networks" in log
     line = next(line for line in log.splitlines() if "serving NO agent networks" in line)
     assert "ERROR" in line
+
+
+def test_hot_reload_follows_included_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A designer writes registries/generated/ (a network and the manifest the main one
+    includes); an edit of an included llm_config reloads the networks that include it."""
+    _project(tmp_path)
+    generated = tmp_path / "registries" / "generated"
+    generated.mkdir()
+    (generated / "manifest.hocon").write_text("{}\n")
+    (tmp_path / "registries" / "manifest.hocon").write_text(
+        '{include "registries/generated/manifest.hocon"\n"basic/net.hocon": true}\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    registry = NetworkRegistry.from_manifests([tmp_path / "registries" / "manifest.hocon"])
+    assert sorted(registry.networks()) == ["basic/net"]
+
+    (generated / "made.hocon").write_text(NETWORK)
+    (generated / "manifest.hocon").write_text('{"generated/made.hocon": true}\n')
+    result = registry.reload()
+    assert result.added == {"generated/made"}
+
+    (tmp_path / "config" / "llm_config.hocon").write_text('llm_config { "class": "scripted", "model_name": "m2" }\n')
+    result = registry.reload()
+    assert result.changed == {"basic/net", "generated/made"}
+    assert registry.networks()["basic/net"].front.llm_config["model_name"] == "m2"
+
+
+def test_a_missing_include_that_appears_is_picked_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _project(tmp_path)
+    shared = tmp_path / "registries" / "shared.hocon"
+    text = shared.read_text()
+    shared.unlink()
+    (tmp_path / "registries" / "manifest.hocon").write_text('{"basic/net.hocon": true}\n')
+    monkeypatch.chdir(tmp_path)
+    registry = NetworkRegistry.from_manifests([tmp_path / "registries" / "manifest.hocon"])
+    assert registry.networks() == {} and len(registry.errors) == 1
+    shared.write_text(text)
+    assert registry.reload().added == {"basic/net"}

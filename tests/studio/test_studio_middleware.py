@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
@@ -19,6 +20,7 @@ from tests.support.runtime import make_host, run_chat
 
 MEMORY = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
 CHECKLIST = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
+SKILLS = "middleware.agent_skills_middleware.AgentSkillsMiddleware"
 
 
 def _network(fake: FakeLlmServer, middleware: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +139,7 @@ def test_checklist_tools_update_the_next_system_prompt_and_report_progress() -> 
 @pytest.mark.parametrize(
     ("middleware", "reason"),
     [
-        ({"class": "middleware.agent_skills_middleware.AgentSkillsMiddleware", "args": {}}, "not implemented"),
+        ({"class": SKILLS, "args": {}}, "skill_sources"),
         (
             {"class": "middleware.agent_network_designer.agent_network_definition_middleware."
              "AgentNetworkDefinitionMiddleware"},  # fmt: skip
@@ -157,3 +159,169 @@ def test_unimplemented_or_bad_studio_middleware_is_refused(middleware: dict[str,
         build_network(document, "<net>", "net")
     assert reason in str(caught.value)
     assert "tools[0].middleware[0]" in str(caught.value)
+
+
+def _skill(folder: Path, name: str, description: str) -> None:
+    folder.mkdir(parents=True)
+    front = f"---\nname: {name}\ndescription: {description}\n---\n"
+    (folder / "SKILL.md").write_text(f"{front}\n# {name}\nSee references/REF.md\n")
+    (folder / "references").mkdir()
+    (folder / "references" / "REF.md").write_text(f"reference of {name}")
+
+
+def test_skills_local_and_remote_are_listed_loaded_and_their_files_read(tmp_path: Path) -> None:
+    local = tmp_path / "skills" / "naming"
+    _skill(local, "name-analytics", "Guess a job from a name.")
+    _skill(tmp_path / "served" / "comms", "internal-comms", "Write internal communications.")
+    (tmp_path / "skills" / "broken").mkdir()
+    (tmp_path / "skills" / "broken" / "SKILL.md").write_text("no front matter")
+    (tmp_path / "secret.txt").write_text("not a skill file")
+
+    async def body(fake: FakeLlmServer) -> None:
+        app = web.Application()
+        app.router.add_static("/skills/", tmp_path / "served")
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        remote = f"http://127.0.0.1:{port}/skills/comms"
+        sources = [str(local), str(tmp_path / "skills" / "broken"), remote]
+        host, factory = make_host({"net": _network(fake, {"class": SKILLS, "args": {"skill_sources": sources}})})
+        fake.enqueue(
+            Reply.calls(FakeToolCall("get_full_skill_content", {"skill_name": "name-analytics"}, "a"),
+                        FakeToolCall("get_full_skill_content", {"skill_name": "nope"}, "b")),
+            Reply.calls(FakeToolCall("load_skill_resource_local", {"resource_path": f"{local}/references/REF.md"}, "c"),
+                        FakeToolCall("load_skill_resource_local", {"resource_path": str(tmp_path / "secret.txt")}, "d"),
+                        FakeToolCall("load_skill_resource_remote", {"resource_url": f"{remote}/references/REF.md"},
+                                     "e")),
+            Reply.answer("skilled"),
+        )  # fmt: skip
+        messages = await run_chat(host, "net", "What is Jack's job?", maximal=True)
+        await factory.aclose()
+        await runner.cleanup()
+        results = [m.text for m in messages if m.type == MessageType.AGENT_TOOL_RESULT]
+        full = next(r for r in results if "# name-analytics" in r)
+        assert f"**Skill Directory**: `{local}`" in full and "load_skill_resource_local" in full
+        assert "Error: Skill 'nope' not found. Available skills: name-analytics, internal-comms" in results
+        assert "reference of name-analytics" in results
+        assert "reference of internal-comms" in results
+        assert f"Error: Path {tmp_path / 'secret.txt'} not under any configured skill source" in results
+        prompt = _system_prompt(fake.requests[0].body)
+        assert prompt.startswith("Help the user.\n\n## Available Skills\n")
+        assert "**name-analytics**\n  - Description: Guess a job from a name.\n" in prompt
+        assert f"  - Location: `{remote}/SKILL.md`" in prompt
+        assert "broken" not in prompt
+        offered = [tool["function"]["name"] for tool in fake.requests[0].body["tools"]]
+        assert offered == ["get_full_skill_content", "load_skill_resource_local", "load_skill_resource_remote"]
+
+    run_with_fake_llm(body)
+
+
+DEFINER = '''
+import json
+from neuro_san.interfaces.coded_tool import CodedTool
+
+
+class Definer(CodedTool):
+    async def async_invoke(self, args, sly_data):
+        sly_data["agent_network_definition"] = json.loads(args["definition"])
+        return "stored"
+'''
+STRUCTURE = (
+    "middleware.agent_network_designer.validation.agent_network_structure_validation_middleware."
+    "AgentNetworkStructureValidationMiddleware"
+)
+INSTRUCTIONS = (
+    "middleware.agent_network_designer.validation.agent_network_instructions_validation_middleware."
+    "AgentNetworkInstructionsValidationMiddleware"
+)
+
+
+def _designer(fake: FakeLlmServer, middleware_class: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"definition": {"type": "string"}}, "required": ["definition"]}
+    return {
+        "llm_config": fake.llm_config(),
+        "tools": [
+            {
+                "name": "editor",
+                "instructions": "Edit the network.",
+                "tools": ["set_definition"],
+                "middleware": [{"class": middleware_class, "args": {"sly_data": True}}],
+            },
+            {
+                "name": "set_definition",
+                "function": {"description": "d", "parameters": parameters},
+                "class": "definer.Definer",
+            },
+        ],
+    }
+
+
+def _define(network: dict[str, Any], call_id: str) -> Reply:
+    return Reply.calls(FakeToolCall("set_definition", {"definition": json.dumps(network)}, call_id))
+
+
+def test_structure_validation_sends_the_model_back_until_the_network_is_sound(tmp_path: Path) -> None:
+    (tmp_path / "definer.py").write_text(DEFINER)
+    broken = {
+        "boss": {"instructions": "x", "tools": ["worker", "ghost"]},
+        "worker": {"instructions": "y", "tools": ["boss"]},
+        "stray": {"instructions": "z", "tools": ["helper"], "args": {"tools": 3}},
+        "helper": {"instructions": "h"},
+    }
+    sound = {"boss": {"instructions": "x", "tools": ["worker"]}, "worker": {"instructions": "y"}}
+
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"net": _designer(fake, STRUCTURE)}, tool_roots=[tmp_path])
+        fake.enqueue(
+            Reply.answer("nothing yet"),  # no definition at all: sent back
+            _define(broken, "a"),
+            Reply.answer("done"),  # sent back with the errors
+            _define(sound, "b"),
+            Reply.answer("fixed"),
+        )
+        messages = await run_chat(host, "net", "design it")
+        await factory.aclose()
+        assert messages[-1].text == "fixed"
+        bodies = [request.body for request in fake.requests]
+        assert len(bodies) == 5
+        assert bodies[1]["messages"][-2:] == [
+            {"role": "assistant", "content": "nothing yet"},
+            {"role": "user", "content": "Error: No agent network found. Please create a new agent network using "
+                                        "`create_new_network` tool"},
+        ]  # fmt: skip
+        sent_back = bodies[3]["messages"][-1]
+        assert sent_back["role"] == "user"
+        assert sent_back["content"] == (
+            "Errors detected:\n"
+            "- stray 'args.tools' must be a dict or list, got int.\n"
+            "- Cyclical dependencies found in agents: ['boss', 'worker']\n"
+            "- Agent 'boss' references non-existent agent(s) in tools: 'ghost'\n"
+            # boss and worker call each other, so stray is the one front man.
+            "- Unreachable agents found: ['boss', 'worker']\n"
+            "\nUse your tools to fix the errors."
+        )
+
+    run_with_fake_llm(body)
+
+
+def test_instructions_validation_reports_empty_instructions_and_descriptions(tmp_path: Path) -> None:
+    (tmp_path / "definer.py").write_text(DEFINER)
+    lacking = {"boss": {"instructions": " ", "description": "", "tools": ["w"]}, "w": {"instructions": 3}}
+
+    async def body(fake: FakeLlmServer) -> None:
+        host, factory = make_host({"net": _designer(fake, INSTRUCTIONS)}, tool_roots=[tmp_path])
+        fake.enqueue(_define(lacking, "a"), Reply.answer("done"), _define({"boss": {"instructions": "ok"}}, "b"),
+                     Reply.answer("fixed"))  # fmt: skip
+        messages = await run_chat(host, "net", "write instructions")
+        await factory.aclose()
+        assert messages[-1].text == "fixed"
+        assert fake.requests[2].body["messages"][-1]["content"] == (
+            "Error(s):\n"
+            "boss 'function.description' cannot be empty.\n"
+            "boss 'instructions' cannot be empty.\n"
+            "w 'instructions' must be a str, got int."
+        )
+
+    run_with_fake_llm(body)
