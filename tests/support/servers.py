@@ -123,3 +123,17 @@ INVOKERS = ("inprocess", "grpc")
 
 def invoker_env(invoker: str) -> dict[str, str]:
     return {"AGENT_GATEWAY_INVOKER": invoker}
+
+
+def closed_by_server(sock: socket.socket, within: float) -> bool:
+    """True when the server closes (or resets) ``sock`` within ``within`` seconds; what it
+    sends first is read and dropped."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True

@@ -13,7 +13,7 @@ import pytest
 from gateway.host.connection_guard import ConnectionLimits
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from tests.support import load
-from tests.support.servers import start_server
+from tests.support.servers import closed_by_server, start_server
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -42,16 +42,6 @@ def _served(port: int, source: str = "127.0.0.1") -> int:
         connection.close()
 
 
-def _closed_by_server(sock: socket.socket, within: float) -> bool:
-    sock.settimeout(within)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
 
 
 # Both loops: their transports differ (uvloop's is no asyncio.WriteTransport subclass, which
@@ -79,7 +69,7 @@ def test_slowloris_and_a_connection_flood_are_bounded(event_loop: str) -> None:
         assert load.wait_until(lambda: load.open_fds(pid) >= idle_fds + SLOWLORIS // 2, 5)
         assert _served(server.http_port) == 200  # others are still served meanwhile
         started = time.monotonic()
-        closed = [_closed_by_server(sock, HEADER_SECONDS + 4) for sock in partial]
+        closed = [closed_by_server(sock, HEADER_SECONDS + 4) for sock in partial]
         assert all(closed), f"{closed.count(False)} partial requests still open"
         assert time.monotonic() - started < HEADER_SECONDS + 4
         for sock in partial:
@@ -98,7 +88,7 @@ def test_slowloris_and_a_connection_flood_are_bounded(event_loop: str) -> None:
         # Another client (address) is served while this one holds its maximum.
         assert _served(server.http_port, source="127.0.0.2") == 200
         # Idle connections are closed after the idle timeout; fds go back.
-        assert all(_closed_by_server(sock, IDLE_SECONDS + 4) for sock in flood[:PER_ADDRESS])
+        assert all(closed_by_server(sock, IDLE_SECONDS + 4) for sock in flood[:PER_ADDRESS])
         for sock in flood:
             sock.close()
         assert load.wait_until(lambda: load.open_fds(pid) <= idle_fds, 5), (
@@ -118,7 +108,7 @@ def test_a_stalled_body_gets_408_and_a_close() -> None:
         sock.settimeout(6)
         reply = sock.recv(4096)
         assert reply.startswith(b"HTTP/1.1 408"), reply
-        assert _closed_by_server(sock, 5)
+        assert closed_by_server(sock, 5)
         sock.close()
 
 

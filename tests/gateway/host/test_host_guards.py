@@ -21,7 +21,7 @@ from gateway.host.frontends import FrontEndRoute
 from gateway.invokers.inprocess import InProcessInvoker
 from gateway.invokers.interface import methods_of
 from gateway.transcoder.frontend import default_services, rest_frontend
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess, closed_by_server, start_server
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -60,16 +60,6 @@ def guarded() -> Iterator[ServerProcess]:
         yield server
 
 
-def _closed_by_server(sock: socket.socket, within: float) -> bool:
-    sock.settimeout(within)
-    try:
-        while sock.recv(4096):
-            pass
-        return True
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
 
 
 def test_the_table_has_the_body_routes_of_every_front_end() -> None:
@@ -89,7 +79,7 @@ def test_a_stalled_body_is_answered_408_within_the_deadline(guarded: ServerProce
         sock.settimeout(DEADLINE_SECONDS + MARGIN_SECONDS)
         reply = sock.recv(4096)
         assert reply.startswith(b"HTTP/1.1 408"), reply
-        assert _closed_by_server(sock, MARGIN_SECONDS)
+        assert closed_by_server(sock, MARGIN_SECONDS)
 
 
 def _one_path_per_front_end() -> list[str]:
@@ -105,4 +95,4 @@ def _one_path_per_front_end() -> list[str]:
 def test_a_half_sent_request_line_is_closed_by_the_header_deadline(guarded: ServerProcess, path: str) -> None:
     with socket.create_connection(("127.0.0.1", guarded.http_port), timeout=10) as sock:
         sock.sendall(f"POST {path} HTT".encode())
-        assert _closed_by_server(sock, DEADLINE_SECONDS + MARGIN_SECONDS)
+        assert closed_by_server(sock, DEADLINE_SECONDS + MARGIN_SECONDS)
