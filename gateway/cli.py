@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.host.tls import TlsConfigError
+from gateway.playground.switch import add_argument as add_playground_argument
 from neuro_san.core.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap on Grpc-Timeout, and the deadline when a request sends none",
     )
     add_http_tls_arguments(parser)
-    from gateway.playground.switch import add_argument as add_playground_argument  # a light module
-
     add_playground_argument(parser)
     tls = parser.add_argument_group("TLS to the gRPC target")
     tls.add_argument(
