@@ -11,6 +11,7 @@ and the standalone ``neuro-san gateway`` both start the HTTP port through
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -27,10 +28,17 @@ from gateway.playground import make_frontend
 from gateway.state import StateSettings
 from gateway.transcoder.frontend import default_services, rest_frontend
 
+if TYPE_CHECKING:
+    from gateway.a2a.grpc_binding import A2AGrpcBinding
 
-def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None) -> list[FrontEndFactory]:
+
+def protocol_frontends(
+    *, playground: bool, env: Mapping[str, str] | None = None, a2a_grpc: A2AGrpcBinding | None = None
+) -> list[FrontEndFactory]:
     """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the OAuth
-    resource metadata (only with ``AGENT_OAUTH_ISSUER``), the playground.
+    resource metadata (only with ``AGENT_OAUTH_ISSUER``), the playground. ``a2a_grpc``: A2A's
+    gRPC binding, registered on the gRPC server of ``neuro-san serve``, which shares the A2A
+    front-end.
 
     Raises ConfigurationError / ValueError for settings that cannot work (the OAuth ones,
     the shared state's ``AGENT_REDIS_URL``…, ``AGENT_A2A_PUSH_ALLOWED_NETWORKS``), so the
@@ -38,7 +46,7 @@ def protocol_frontends(*, playground: bool, env: Mapping[str, str] | None = None
     StateSettings.from_env(env)
     allowed_networks(env)  # AGENT_A2A_PUSH_ALLOWED_NETWORKS
     signer_from_env(env)  # AGENT_A2A_PUSH_SIGNING_KEY_FILE: readable, and a key we can sign with
-    return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(), *oauth_frontends(env),
+    return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(a2a_grpc), *oauth_frontends(env),
             make_frontend(playground)]
 
 

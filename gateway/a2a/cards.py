@@ -2,7 +2,8 @@
 
 A network's card comes from its Function (description) and the concierge listing
 (tags); its interfaces are the JSON-RPC binding at ``<base>/a2a/<agent>`` (1.0 and 0.3) and
-the HTTP+JSON binding at ``<base>/a2a/<agent>/rest``. The
+the HTTP+JSON binding at ``<base>/a2a/<agent>/rest`` and, inside ``neuro-san serve``, the
+gRPC binding on the gRPC port (``<host>:<grpc port>``, the network as its ``tenant``). The
 server-wide card at ``/.well-known/agent-card.json`` is a directory: one skill per
 public network, and one JSON-RPC interface at ``<base>/a2a`` where each request names its
 network in ``tenant`` (no network is preferred, so a client that resolves this card must
@@ -46,11 +47,26 @@ def _interface(url: str, binding: TransportProtocol = TransportProtocol.JSONRPC,
     return AgentInterface(url=url, protocol_binding=binding.value, protocol_version=version)
 
 
-def network_interfaces(base: str, agent: str) -> list[AgentInterface]:
-    """JSON-RPC (preferred, first), HTTP+JSON, and JSON-RPC for 0.3 clients (the same endpoint)."""
+def grpc_target(host: str, port: int) -> str:
+    """The gRPC binding's address: the host the caller reached the HTTP port by (its
+    ``Host``, port dropped, IPv6 brackets kept), with the gRPC port."""
+    if host.startswith("["):
+        host = host[: host.find("]") + 1]
+    elif ":" in host:
+        host = host.rpartition(":")[0]
+    return f"{host}:{port}"
+
+
+def network_interfaces(base: str, agent: str, grpc: str | None = None) -> list[AgentInterface]:
+    """JSON-RPC (preferred, first), HTTP+JSON, gRPC at ``grpc`` (when served: the network
+    is the requests' ``tenant``, which the SDK client sets from the interface), and
+    JSON-RPC for 0.3 clients (the same endpoint)."""
     url = agent_url(base, agent)
-    return [_interface(url), _interface(f"{url}/rest", TransportProtocol.HTTP_JSON),
-            _interface(url, version=PROTOCOL_VERSION_0_3)]
+    interfaces = [_interface(url), _interface(f"{url}/rest", TransportProtocol.HTTP_JSON)]
+    if grpc:
+        interfaces.append(AgentInterface(url=grpc, protocol_binding=TransportProtocol.GRPC.value,
+                                         protocol_version=PROTOCOL_VERSION_CURRENT, tenant=agent))
+    return [*interfaces, _interface(url, version=PROTOCOL_VERSION_0_3)]
 
 
 def card_to_json(card: AgentCard) -> dict[str, Any]:
@@ -112,14 +128,14 @@ def _tags(tags: Iterable[str]) -> list[str]:
 
 
 def network_card(
-    base: str, agent: str, description: str, tags: Iterable[str], security: CardSecurity
+    base: str, agent: str, description: str, tags: Iterable[str], security: CardSecurity, grpc: str | None = None
 ) -> AgentCard:
     card = AgentCard(
         name=agent,
         description=description or f"the {agent} agent network",
         version=__version__,
         provider=AgentProvider(organization=SERVER_NAME, url=base),
-        supported_interfaces=network_interfaces(base, agent),
+        supported_interfaces=network_interfaces(base, agent, grpc),
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=TEXT_MODES,
         default_output_modes=TEXT_MODES,
@@ -130,17 +146,22 @@ def network_card(
     return card
 
 
-def server_card(base: str, agents: Iterable[tuple[str, str, list[str]]], security: CardSecurity) -> AgentCard:
+def server_card(
+    base: str, agents: Iterable[tuple[str, str, list[str]]], security: CardSecurity, grpc: str | None = None
+) -> AgentCard:
     listed = list(agents)
+    # One endpoint per binding for all networks, with no tenant preferred: a client must choose.
+    interfaces = [_interface(f"{base}/a2a")]
+    if grpc:
+        interfaces.append(_interface(grpc, TransportProtocol.GRPC))
     card = AgentCard(
         name=SERVER_NAME,
-        description="neuro-san agent networks: each skill is a network with its own card (JSON-RPC and "
-        f"HTTP+JSON interfaces) at {base}/a2a/<network>/.well-known/agent-card.json; the interface below "
-        "serves every network, named by each request's tenant",
+        description="neuro-san agent networks: each skill is a network with its own card (and interfaces) "
+        f"at {base}/a2a/<network>/.well-known/agent-card.json; the interfaces below "
+        "serve every network, named by each request's tenant",
         version=__version__,
         provider=AgentProvider(organization=SERVER_NAME, url=base),
-        # One endpoint for all networks, with no tenant preferred: a client must choose.
-        supported_interfaces=[_interface(f"{base}/a2a")],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=TEXT_MODES,
         default_output_modes=TEXT_MODES,

@@ -39,7 +39,7 @@ from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.tasks import OWNER_KEY
-from gateway.host.errors import rpc_failure
+from gateway.host.errors import RpcFailure, rpc_failure
 from gateway.state import SharedState, StateUnavailable
 from gateway.state.memory import MemoryState
 
@@ -100,6 +100,21 @@ def _conversation_key(context: RequestContext) -> str:
     who learns a contextId cannot continue that conversation."""
     state = context.call_context.state
     return f"{state.get(OWNER_KEY, '')}:{context.context_id}"  # the owner scope names the network too
+
+
+def call_state(
+    agent: str, metadata: list[tuple[str, Any]], owner: str, refusals: list[RpcFailure], streaming: bool
+) -> dict[str, Any]:
+    """What the executor and the stores read of one call, the same for every binding: the
+    network, the caller's metadata, the owner scope (``owner_of`` the credentials)."""
+    return {
+        REFUSALS_KEY: refusals,
+        AGENT_KEY: agent,
+        GRPC_METADATA_KEY: metadata,
+        OWNER_KEY: f"{owner}:{agent}",  # tasks are per key and per network
+        STREAMING_KEY: streaming,
+    }
+
 
 
 class NetworkExecutor(AgentExecutor):

@@ -10,6 +10,9 @@ Routes (mounted through :mod:`gateway.host.frontends`):
 - ``/a2a/{agent}/rest/...``: the HTTP+JSON binding (the SDK's REST routes);
 - ``GET /.well-known/jwks.json``: the key of signed push notifications.
 
+Inside ``neuro-san serve`` the same front-end (handler, task store, executor) also answers
+A2A's gRPC binding on the gRPC port (:mod:`gateway.a2a.grpc_binding`), and the cards list it.
+
 The bodies are handled by the a2a-sdk's own dispatchers and request handler (validation,
 error codes, task lifecycle, SSE, push notifications), run through a small ASGI bridge
 (:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the invoker. Tasks,
@@ -42,14 +45,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Router
 
 from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi
-from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
+from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, grpc_target, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
-from gateway.a2a.executor import AGENT_KEY, GRPC_METADATA_KEY, REFUSALS_KEY, STREAMING_KEY, NetworkExecutor
+from gateway.a2a.executor import NetworkExecutor, call_state
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
 from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.push_signing import signer_from_env
 from gateway.a2a.routes import A2A_ROUTES, REST_PREFIX
-from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of, resolve_owner
+from gateway.a2a.tasks import BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
@@ -151,10 +154,14 @@ class _Handler(DefaultRequestHandler):
 
 
 class A2AFrontEnd:
-    """Serves the cards and the JSON-RPC binding; one task store and executor for all networks."""
+    """Serves the cards and the JSON-RPC binding; one task store and executor for all networks.
+    ``grpc_port``: the gRPC port where A2A's gRPC binding is served (0: not served here)."""
 
-    def __init__(self, context: FrontEndContext, conversations: ConversationStore | None = None) -> None:
+    def __init__(
+        self, context: FrontEndContext, conversations: ConversationStore | None = None, grpc_port: int = 0
+    ) -> None:
         self.context = context
+        self.grpc_port = grpc_port
         self._function = context.method("AgentService", "Function")
         self._list = context.method("ConciergeService", "List")
         self.state = process_state()
@@ -215,9 +222,18 @@ class A2AFrontEnd:
         str
     ):
         """The network's description; raises AioRpcError (unknown network, no key…)."""
-        metadata = [*(self._metadata(request) if metadata is None else metadata), ("agent-name", agent)]
-        reply = await self._function(agent_pb2.FunctionRequest(), metadata=metadata, timeout=_LOOKUP_TIMEOUT)
+        return await self.description(agent, self._metadata(request) if metadata is None else metadata)
+
+    async def description(self, agent: str, metadata: list[tuple[str, Any]]) -> str:
+        """The network's description, asked with the caller's ``metadata``; raises AioRpcError
+        (unknown network, no key…). Every binding asks it first: a clear refusal up front."""
+        reply = await self._function(agent_pb2.FunctionRequest(), metadata=[*metadata, ("agent-name", agent)],
+                                     timeout=_LOOKUP_TIMEOUT)
         return str(reply.function.description)
+
+    def _grpc(self, request: web.Request) -> str | None:
+        """The gRPC interface's address for the cards (None when not served)."""
+        return grpc_target(request.host, self.grpc_port) if self.grpc_port else None
 
     async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
         """The network's description and concierge tags."""
@@ -239,7 +255,8 @@ class A2AFrontEnd:
         except grpc.aio.AioRpcError as error:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
-        card = network_card(_base_url(request), agent, description, tags, await _card_security(self._secured))
+        card = network_card(_base_url(request), agent, description, tags, await _card_security(self._secured),
+                            self._grpc(request))
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
     async def server_card(self, request: web.Request, _captures: dict[str, str], _body: bytes) -> (
@@ -252,7 +269,7 @@ class A2AFrontEnd:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
         agents = [(a.agent_name, a.description, list(a.tags)) for a in listing.agents]
-        card = server_card(_base_url(request), agents, await _card_security(self._secured))
+        card = server_card(_base_url(request), agents, await _card_security(self._secured), self._grpc(request))
         return json_response(200, json.dumps(card_to_json(card)).encode())
 
     async def jwks(self, _request: web.Request, _captures: dict[str, str], _body: bytes) -> web.StreamResponse:
@@ -320,13 +337,7 @@ class A2AFrontEnd:
         self, request: web.Request, agent: str, refusals: list[RpcFailure], streaming: bool = False
     ) -> dict[str, Any]:
         """``streaming``: a streaming method, whose answer streams as artifact chunks."""
-        return {
-            REFUSALS_KEY: refusals,
-            AGENT_KEY: agent,
-            GRPC_METADATA_KEY: self._metadata(request),
-            OWNER_KEY: f"{owner_of(request.headers)}:{agent}",  # tasks are per key and per network
-            STREAMING_KEY: streaming,
-        }
+        return call_state(agent, self._metadata(request), owner_of(request.headers), refusals, streaming)
 
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]

@@ -1,4 +1,5 @@
-"""``neuro-san serve``: gRPC and the HTTP gateway in one process."""
+"""``neuro-san serve``: gRPC and the HTTP gateway in one process (and A2A's gRPC binding,
+which joins the two: see :mod:`gateway.a2a.grpc_binding`)."""
 
 from __future__ import annotations
 
@@ -126,11 +127,22 @@ async def _serve(args: argparse.Namespace) -> int:
         return 2
     for error in server.registry.errors:
         log.error("not serving: %s", error)
+    a2a_grpc = None
+    if not args.no_http:
+        # A2A's gRPC binding on the gRPC port, registered before the server starts. It shares
+        # the HTTP port's A2A front-end (task store, executor, cards), so it is served only
+        # with HTTP on; it reaches the agents through the gateway's invoker, as HTTP does.
+        from gateway.a2a.grpc_binding import A2AGrpcBinding
+
+        a2a_grpc = A2AGrpcBinding()
+        server.add_generic_handlers([a2a_grpc])
     try:
         await server.start()
     except (ValueError, OSError) as error:  # half a TLS pair, unreadable files, port taken
         log.error("gRPC server cannot start: %s", error)
         return 2
+    if a2a_grpc is not None:
+        a2a_grpc.port = server.port  # for the cards' gRPC interface
     metrics_port = 0
     if args.metrics_port:
         from prometheus_client import start_http_server
@@ -176,7 +188,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_client_ca=tls_client_ca,
                 ),
                 reuse_port=config.reuse_port,
-                frontends=protocol_frontends(playground=playground),
+                frontends=protocol_frontends(playground=playground, a2a_grpc=a2a_grpc),
             )
         except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
             log.error("HTTP gateway cannot start: %s", error)

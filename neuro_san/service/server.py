@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,8 +210,23 @@ class AgentServer:
         #: network exposure) for the in-process gateway, which then needs no certificates.
         self.internal_target = f"unix-abstract:neuro-san-{os.getpid()}-{id(self):x}"
         self._server: grpc.aio.Server | None = None
+        #: More services served on the gRPC port, added by the composition root (add_generic_handlers).
+        self._extra_handlers: list[grpc.GenericRpcHandler] = []
         self._watch: asyncio.Task[None] | None = None
         self._periodic: asyncio.Task[None] | None = None
+
+    def add_generic_handlers(self, handlers: Iterable[grpc.GenericRpcHandler]) -> None:
+        """Serve more services on the gRPC port, beside AgentService and ConciergeService.
+
+        The hook of the composition root (``neuro-san serve``) for protocol bindings the
+        service layer knows nothing of: A2A's gRPC binding (``gateway/a2a/grpc_binding.py``)
+        reaches the agents through the gateway's invoker, as every front-end does. These
+        handlers are served over the wire only (the in-process invoker does not call them)
+        and are not listed by reflection. Call before :meth:`start`.
+        """
+        if self._server is not None:
+            raise RuntimeError("add_generic_handlers must be called before start()")
+        self._extra_handlers.extend(handlers)
 
     async def start(self) -> int:
         limit = self.config.max_message_bytes
@@ -239,6 +254,8 @@ class AgentServer:
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.handlers)  # type: ignore[arg-type]
         self.handlers.install(server)
+        if self._extra_handlers:
+            server.add_generic_rpc_handlers(tuple(self._extra_handlers))
         reflection.enable_server_reflection(
             [AGENT_SERVICE, CONCIERGE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
         )

@@ -232,8 +232,10 @@ def test_the_rest_binding_and_the_tenant_endpoint_serve_each_network(server: Ser
     assert bindings[:2] == [("JSONRPC", f"{base}/a2a/math_guy", "1.0"),
                             ("HTTP+JSON", f"{base}/a2a/math_guy/rest", "1.0")]
     directory = httpx.get(f"{base}/.well-known/agent-card.json", timeout=10).json()
-    # One interface for every network, none preferred: the request names its network.
-    assert [(i["url"], i.get("tenant", "")) for i in directory["supportedInterfaces"]] == [(f"{base}/a2a", "")]
+    # One interface per binding for every network, none preferred: the request names its network
+    # (the gRPC one: tests/gateway/a2a/test_a2a_grpc.py).
+    assert [(i["url"], i.get("tenant", "")) for i in directory["supportedInterfaces"]] == [
+        (f"{base}/a2a", ""), (server.grpc_target, "")]
     assert httpx.get(f"{base}/.well-known/jwks.json", timeout=10).status_code == 404  # no signing key here
 
     async def scenario() -> None:

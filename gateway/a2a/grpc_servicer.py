@@ -1,0 +1,126 @@
+"""The SDK side of A2A's gRPC binding (see :mod:`gateway.a2a.grpc_binding`).
+
+Each call: parse the request; its ``tenant`` names the network (none: INVALID_ARGUMENT);
+the caller's gRPC metadata becomes the call's metadata as the HTTP bindings make it from
+headers (``authorization``, ``x-api-key``, the forwarded names, the client's address, and
+the private-network rule: a private network is not there unless the caller's key names
+it); the network is asked for first, so an unknown network (NOT_FOUND), a missing or
+wrong key (UNAUTHENTICATED) or a forbidden one (PERMISSION_DENIED) is refused up front
+with the service's own status. Then the a2a-sdk's ``GrpcHandler`` answers with the
+front-end's request handler: the same task store, executor and push sender as JSON-RPC
+and HTTP+JSON, with the same call state, so a task's owner (the credentials and the
+network) is the same whichever binding sent it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder, GrpcHandler
+from a2a.types import a2a_pb2
+from google.protobuf import message, message_factory
+
+from gateway.a2a.executor import call_state
+from gateway.a2a.frontend import STATE_UNAVAILABLE, A2AFrontEnd
+from gateway.a2a.tasks import owner_of
+from gateway.host.errors import RpcFailure
+from gateway.host.frontends import CLIENT_ADDRESS_METADATA
+from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
+
+_METHODS = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].methods_by_name
+_STREAMING = frozenset({"SendStreamingMessage"})
+#: The caller's credentials, passed on whatever the forwarded names.
+_CREDENTIALS = frozenset({"authorization", "x-api-key"})
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+NO_TENANT = ("name the agent network in the request's tenant (the A2A SDK client sets it from the gRPC "
+             "interface of the network's card, /a2a/<network>/.well-known/agent-card.json on the HTTP port)")
+
+
+class _CallState(DefaultGrpcServerCallContextBuilder):
+    """The SDK's call context (the gRPC context, extensions) plus this call's state."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        super().__init__()
+        self._state = state
+
+    def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
+        built = super().build(context)
+        built.state.update(self._state)
+        return built
+
+
+def peer_host(peer: str) -> str:
+    """``ipv4:1.2.3.4:5678`` → ``1.2.3.4``; ``ipv6:[::1]:5678`` → ``::1``; else as given."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6" and rest.startswith("["):
+        return rest[1:rest.find("]")]
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    return peer
+
+
+class TenantGrpcServicer:
+    """Answers the A2A service's methods for the network each request names."""
+
+    def __init__(self, frontend: A2AFrontEnd) -> None:
+        self._frontend = frontend
+        forwarded = {name.lower() for name in frontend.context.config.forwarded_headers}
+        self._passed = frozenset(forwarded | _CREDENTIALS)
+
+    def _metadata(self, context: grpc.aio.ServicerContext) -> list[tuple[str, Any]]:
+        """The caller's metadata as the HTTP bindings pass headers on; the client's address
+        and the private-network rule are appended last, so a caller cannot override them."""
+        metadata: list[tuple[str, Any]] = [
+            (key.lower(), value) for key, value in context.invocation_metadata() or ()
+            if key.lower() in self._passed and isinstance(value, str)
+        ]
+        address = peer_host(context.peer() or "")
+        if address:
+            metadata.append((CLIENT_ADDRESS_METADATA, address))
+        metadata.append((PRIVATE_NAMED_ONLY_METADATA_KEY, "true"))
+        return metadata
+
+    async def _prepare(
+        self, method: str, raw: bytes, context: grpc.aio.ServicerContext, refusals: list[RpcFailure]
+    ) -> tuple[message.Message, GrpcHandler]:
+        """The parsed request and the SDK's handler for this call, or an abort."""
+        kind = message_factory.GetMessageClass(_METHODS[method].input_type)
+        try:
+            request = kind.FromString(raw)
+        except message.DecodeError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a {kind.DESCRIPTOR.full_name}: {error}")
+        agent = str(getattr(request, "tenant", "")).strip("/")
+        if not agent:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, NO_TENANT)
+        if not await self._frontend.state.available():  # tasks live in Redis, which is away: say so, quickly
+            await context.abort(grpc.StatusCode.UNAVAILABLE, STATE_UNAVAILABLE)
+        metadata = self._metadata(context)
+        try:
+            await self._frontend.description(agent, metadata)  # unknown network, missing key: say so now
+        except grpc.aio.AioRpcError as error:  # the service's own status, details and retry-after
+            context.set_trailing_metadata(tuple((str(k), v) for k, v in error.trailing_metadata() or ()))
+            await context.abort(error.code(), error.details() or "")
+        owner = owner_of(dict(metadata))
+        state = call_state(agent, metadata, owner, refusals, streaming=method in _STREAMING)
+        return request, GrpcHandler(self._frontend.handler, _CallState(state))
+
+    async def unary(self, method: str, raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        refusals: list[RpcFailure] = []
+        request, handler = await self._prepare(method, raw, context, refusals)
+        response = await getattr(handler, method)(request, context)
+        if refusals and method == "SendMessage":
+            # The service refused the chat (caller limits, busy server): say it with its
+            # status, as the HTTP bindings answer with theirs, not as a failed task.
+            failure = refusals[-1]
+            if failure.retry_after:
+                context.set_trailing_metadata((("retry-after", failure.retry_after),))
+            await context.abort(_CODES.get(failure.code, grpc.StatusCode.UNKNOWN), failure.message)
+        return bytes(response.SerializeToString())
+
+    async def stream(self, method: str, raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        request, handler = await self._prepare(method, raw, context, [])
+        async for item in getattr(handler, method)(request, context):
+            yield bytes(item.SerializeToString())
