@@ -17,6 +17,7 @@ environment (tests/studio_support.py).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -98,7 +99,8 @@ def upstream_server(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
     try:
         deadline = time.monotonic() + 300
         while True:
-            with contextlib.suppress(OSError):
+            # Not up yet, or (on a busy machine) another service briefly on the port.
+            with contextlib.suppress(OSError, http.client.HTTPException):
                 if _get(base, "/api/v1/list")[0] == 200:
                     break
             alive = process.poll() is None and time.monotonic() < deadline
