@@ -22,6 +22,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 ALWAYS_PRESENT: dict[str, dict[str, Callable[[], Any]]] = {
     "ChatMessage": {"text": str},
     "ConnectivityInfo": {"tools": list},
+    # neuro-san lists a network without metadata description/tags with "" and [].
+    "AgentInfo": {"description": str, "tags": list},
 }
 _API_PACKAGE = "dev.cognizant_ai.neuro_san.api"
 

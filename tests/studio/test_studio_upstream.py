@@ -157,11 +157,7 @@ def test_studio_networks_answer_as_neuro_san_0_7_12(tmp_path: Path, manifest: st
         log = server.log()
     served = [name for name in names if theirs[f"{name} function"][0] == 200]
     differences = []
-    # Until gateway/present_fields.py lists AgentInfo, our JSON leaves out an empty
-    # description / tags where neuro-san writes "" / [] (docs/compatibility.md): compared
-    # with them filled in (docs/compatibility.md lists the difference).
-    filled = lambda a: {"description": "", "tags": [], **a}  # noqa: E731
-    by_name = lambda listing: sorted((filled(a) for a in listing["agents"]), key=lambda a: a["agent_name"])  # noqa: E731
+    by_name = lambda listing: sorted(listing["agents"], key=lambda a: a["agent_name"])  # noqa: E731
     ours_names = {a["agent_name"] for a in ours_list[1]["agents"]}
     theirs_names = {a["agent_name"] for a in theirs_list[1]["agents"]} - set(KNOWN)
     expected = [a for a in by_name(theirs_list[1]) if a["agent_name"] in theirs_names]

@@ -4,6 +4,7 @@ agent's input text, the external call's input, tool-node structures and JSON pre
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -132,3 +133,11 @@ def test_connectivity_lists_the_tree_depth_first_as_neuro_san_does() -> None:
     host, _ = make_host({"tree": document})
     entries, _ = host.connectivity("tree")
     assert [entry.origin for entry in entries] == ["top", "left", "leaf_a", "shared", "right"]
+
+
+def test_a_listed_network_without_description_or_tags_has_them_empty_as_neuro_san() -> None:
+    from neuro_san.api.grpc import concierge_pb2
+
+    codec = MessageCodec(concierge_pb2.ConciergeResponse)
+    listing = concierge_pb2.ConciergeResponse(agents=[concierge_pb2.AgentInfo(agent_name="bare")])
+    assert json.loads(codec.to_json(listing)) == {"agents": [{"agent_name": "bare", "description": "", "tags": []}]}
