@@ -167,7 +167,7 @@ def test_studio_networks_answer_as_neuro_san_0_7_12(tmp_path: Path, manifest: st
         )
         for mine in ours_list[1]["agents"]:
             other = next((a for a in theirs_list[1]["agents"] if a["agent_name"] == mine["agent_name"]), None)
-            if other is not None and other != filled(mine):
+            if other is not None and other != mine:
                 differences.append(f"list entry {mine['agent_name']}: neuro-san {other}, ours {mine}")
     for key, answer in theirs.items():
         name = key.split(" ")[0]
