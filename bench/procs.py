@@ -290,4 +290,7 @@ def run_load(
         result["cpu_ms_per_chat"] = used * 1000 / result["completed"] if result["completed"] else 0.0
     if fake_pid:
         result["fake_llm_cpu_s"] = fake_after - fake_before
+    if result["completed"]:
+        # The generator shares the cores: a rate can be capped by its cost, not the server's.
+        result["loadgen_cpu_ms_per_chat"] = result["loadgen_cpu_s"] * 1000 / result["completed"]
     return result

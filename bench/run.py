@@ -148,6 +148,8 @@ def run_main_server(s: Settings, fast: bool, only: frozenset[str], results: dict
                     results["startup"]["rss_after_s2_mib"] = procs.memory_mib(pid)["rss_mib"]
             if "S2" in results and "S4" in results:
                 results["S4"]["ratio_to_s2"] = _ratio(results["S4"]["chats_per_s"], results["S2"]["chats_per_s"])
+                # The same chat over gRPC and over HTTP (in-process gateway), same server, same run.
+                results["S4"]["cpu_over_s2_ms"] = results["S4"]["cpu_ms_per_chat"] - results["S2"]["cpu_ms_per_chat"]
         finally:
             server.proc.stop()
     finally:
@@ -213,6 +215,11 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
         )
     if "S4" in results:
         floors["s4_fraction_of_grpc_floor"] = _ratio(results["S4"]["chats_per_s"], floors["grpc"]["chats_per_s"])
+    # What gRPC costs more than HTTP per echo with neither framework running our code.
+    floors["grpc_over_http_floor_ms"] = floors["grpc"]["cpu_ms_per_chat"] - floors["http"]["cpu_ms_per_chat"]
+    if "S4" in results and "cpu_over_s2_ms" in results["S4"]:
+        # Issue 27's target: S4 <= S2 + the floors' difference, i.e. this <= 0.
+        floors["s4_over_s2_beyond_floors_ms"] = results["S4"]["cpu_over_s2_ms"] - floors["grpc_over_http_floor_ms"]
     return floors
 
 
