@@ -198,6 +198,23 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floor.stop()
     finally:
         fake.stop()
+    # S5's burst on the frameworks-only chat: the bare aiohttp handler making its one LLM call
+    # to a fake taking S5's latency, through a pool that (as ours) holds only the warm-up's
+    # connections when the burst starts. Against burst_http (no LLM call) and S5 (our code),
+    # it says how much of S5's tail is opening ~2,000 new LLM connections on one loop.
+    fake, fake_port = procs.start_fake(s.s5_latency_ms, fast)
+    try:
+        floor, port = procs.start_floor("http-llm", fast, llm_url=f"http://127.0.0.1:{fake_port}/v1")
+        try:
+            spec = {
+                **closed_spec("http", f"http://127.0.0.1:{port}", "echo", 1, 0, s, fast),
+                "mode": "burst", "count": s.s5_chats, "warmup": 1,
+            }  # fmt: skip
+            floors["burst_http_llm"] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid, 600, fake.pid))
+        finally:
+            floor.stop()
+    finally:
+        fake.stop()
     # S5's floor: the same burst against bare servers that only wait out the LLM latency.
     for kind in ("grpc", "http"):
         floor, port = procs.start_floor(kind, fast, s.s5_latency_ms)
@@ -207,6 +224,8 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floors[f"burst_{kind}"] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid, 600))  # noqa: B023
         finally:
             floor.stop()
+    if "S5" in results and floors["burst_http_llm"]["p99_ms"]:
+        floors["s5_p99_to_http_llm_burst"] = _ratio(results["S5"]["p99_ms"], floors["burst_http_llm"]["p99_ms"])
     if "S2" in results:
         floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
         # What our code adds per chat on top of the frameworks' own cost for S2's two HTTP exchanges.

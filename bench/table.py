@@ -41,6 +41,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S6", "s2_cpu_over_http_llm_floor_ms", "S2 CPU per chat beyond that floor (our code)", "ms", ""),
     ("S6", "burst_http.p99_ms", "S6 S5's burst on a bare aiohttp server: p99", "ms", ""),
     ("S6", "burst_grpc.p99_ms", "S6 S5's burst on a bare grpc.aio server: p99", "ms", ""),
+    ("S6", "burst_http_llm.p99_ms", "S6 S5's burst on aiohttp + one LLM call: p99", "ms", ""),
+    ("S6", "s5_p99_to_http_llm_burst", "S5 p99 / that burst's p99", "×", ""),
     ("S6", "s2_fraction_of_http_floor", "S2 / HTTP floor", "×", ""),
     ("S6", "s4_fraction_of_grpc_floor", "S4 / gRPC floor", "×", ""),
     ("S6", "grpc_over_http_floor_ms", "gRPC floor − HTTP floor, server CPU per chat", "ms", ""),
