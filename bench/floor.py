@@ -107,7 +107,7 @@ async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "") -> None:
     if kind == "http-llm":
         app["llm_url"] = f"{llm_url.rstrip('/')}/chat/completions"
         app["llm"] = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit_per_host=4096),
+            connector=aiohttp.TCPConnector(limit=4096),  # as neuro_san/llm/http.py (the default total is 100)
             headers={"Authorization": "Bearer bench-key"},
         )
     app.router.add_post("/api/v1/{agent}/streaming_chat", http_llm_chat if kind == "http-llm" else http_chat)

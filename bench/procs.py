@@ -220,12 +220,20 @@ BURST_CONNECTION_CAP = 30_000
 
 
 def start_server(
-    fake_port: int, use_uvloop: bool, extra_env: dict[str, str] | None = None, extra_args: list[str] | None = None
+    fake_port: int,
+    use_uvloop: bool,
+    extra_env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
+    launcher: list[str] | None = None,
 ) -> Server:
     """``neuro-san serve`` (gRPC + gateway) on free ports, the bundled networks pointed at
-    the fake by AGENT_LLM_OVERRIDE. Times are from just before the process is spawned."""
+    the fake by AGENT_LLM_OVERRIDE. Times are from just before the process is spawned.
+    ``launcher``: what runs ``serve …`` instead of ``python -m neuro_san.cli.main`` (a
+    wrapper that behaves the same, e.g. ``bench.calls``'s profiling one)."""
     serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--http-port", "0", *(extra_args or [])]
-    if use_uvloop:
+    if launcher:
+        args = [*launcher, *serve]
+    elif use_uvloop:
         args = [sys.executable, "-m", "neuro_san.cli.main", *serve]
     else:
         args = [sys.executable, "-c", _WITHOUT_UVLOOP, *serve]
@@ -282,4 +290,7 @@ def run_load(
         result["cpu_ms_per_chat"] = used * 1000 / result["completed"] if result["completed"] else 0.0
     if fake_pid:
         result["fake_llm_cpu_s"] = fake_after - fake_before
+    if result["completed"]:
+        # The generator shares the cores: a rate can be capped by its cost, not the server's.
+        result["loadgen_cpu_ms_per_chat"] = result["loadgen_cpu_s"] * 1000 / result["completed"]
     return result

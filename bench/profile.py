@@ -115,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-uvloop", action="store_true")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--raw", type=Path, default=Path("/tmp/bench-profile.txt"))
+    parser.add_argument(
+        "--native", action="store_true",
+        help="sample C frames too (grpc's Cython and C core, uvloop): what 'Runner.run' own time hides",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     fast = uvloop_installed() and not args.no_uvloop
@@ -132,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         load.start()
         subprocess.run(
             [py_spy, "record", "-p", str(server.proc.pid), "-d", str(int(args.seconds)), "-r", "250",
-             "-f", "raw", "-o", str(args.raw), "--nonblocking"],
+             "-f", "raw", "-o", str(args.raw), *(["--native"] if args.native else ["--nonblocking"])],
             check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         load.join()

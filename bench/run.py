@@ -151,6 +151,8 @@ def run_main_server(s: Settings, fast: bool, only: frozenset[str], results: dict
                     results["startup"]["rss_after_s2_mib"] = procs.memory_mib(pid)["rss_mib"]
             if "S2" in results and "S4" in results:
                 results["S4"]["ratio_to_s2"] = _ratio(results["S4"]["chats_per_s"], results["S2"]["chats_per_s"])
+                # The same chat over gRPC and over HTTP (in-process gateway), same server, same run.
+                results["S4"]["cpu_over_s2_ms"] = results["S4"]["cpu_ms_per_chat"] - results["S2"]["cpu_ms_per_chat"]
         finally:
             server.proc.stop()
     finally:
@@ -199,6 +201,23 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floor.stop()
     finally:
         fake.stop()
+    # S5's burst on the frameworks-only chat: the bare aiohttp handler making its one LLM call
+    # to a fake taking S5's latency, through a pool that (as ours) holds only the warm-up's
+    # connections when the burst starts. Against burst_http (no LLM call) and S5 (our code),
+    # it says how much of S5's tail is opening ~2,000 new LLM connections on one loop.
+    fake, fake_port = procs.start_fake(s.s5_latency_ms, fast)
+    try:
+        floor, port = procs.start_floor("http-llm", fast, llm_url=f"http://127.0.0.1:{fake_port}/v1")
+        try:
+            spec = {
+                **closed_spec("http", f"http://127.0.0.1:{port}", "echo", 1, 0, s, fast),
+                "mode": "burst", "count": s.s5_chats, "warmup": 1,
+            }  # fmt: skip
+            floors["burst_http_llm"] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid, 600, fake.pid))
+        finally:
+            floor.stop()
+    finally:
+        fake.stop()
     # S5's floor: the same burst against bare servers that only wait out the LLM latency.
     for kind in ("grpc", "http"):
         floor, port = procs.start_floor(kind, fast, s.s5_latency_ms)
@@ -208,6 +227,8 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floors[f"burst_{kind}"] = repeat(s.runs, lambda: procs.run_load(spec, floor.pid, 600))  # noqa: B023
         finally:
             floor.stop()
+    if "S5" in results and floors["burst_http_llm"]["p99_ms"]:
+        floors["s5_p99_to_http_llm_burst"] = _ratio(results["S5"]["p99_ms"], floors["burst_http_llm"]["p99_ms"])
     if "S2" in results:
         floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
         # What our code adds per chat on top of the frameworks' own cost for S2's two HTTP exchanges.
@@ -216,6 +237,11 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
         )
     if "S4" in results:
         floors["s4_fraction_of_grpc_floor"] = _ratio(results["S4"]["chats_per_s"], floors["grpc"]["chats_per_s"])
+    # What gRPC costs more than HTTP per echo with neither framework running our code.
+    floors["grpc_over_http_floor_ms"] = floors["grpc"]["cpu_ms_per_chat"] - floors["http"]["cpu_ms_per_chat"]
+    if "S4" in results and "cpu_over_s2_ms" in results["S4"]:
+        # Issue 27's target: S4 <= S2 + the floors' difference, i.e. this <= 0.
+        floors["s4_over_s2_beyond_floors_ms"] = results["S4"]["cpu_over_s2_ms"] - floors["grpc_over_http_floor_ms"]
     return floors
 
 

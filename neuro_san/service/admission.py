@@ -7,8 +7,7 @@ would only move the overload into memory and into every client's latency.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 from neuro_san.core.errors import Draining, Overloaded
 
@@ -19,10 +18,15 @@ class Admission:
         self.limit = limit
         self.active = 0
         self.draining = False
+        self._place = _Place(self)
 
-    @contextmanager
-    def chat(self) -> Iterator[None]:
-        """Hold a place for one chat, or raise Draining / Overloaded."""
+    def chat(self) -> _Place:
+        """``with admission.chat():`` holds a place for one chat, or raises Draining /
+        Overloaded on entering. One shared, stateless object: no per-chat allocation (a
+        ``@contextmanager`` built a generator and its wrapper for every chat)."""
+        return self._place
+
+    def _take(self) -> None:
         if self.draining:
             raise Draining("the server is shutting down; send new chats to another replica")
         if self.limit and self.active >= self.limit:
@@ -31,7 +35,18 @@ class Admission:
                 "(AGENT_MAX_CONCURRENT_REQUESTS); retry later"
             )
         self.active += 1
-        try:
-            yield
-        finally:
-            self.active -= 1
+
+
+class _Place:
+    __slots__ = ("_admission",)
+
+    def __init__(self, admission: Admission) -> None:
+        self._admission = admission
+
+    def __enter__(self) -> None:
+        self._admission._take()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._admission.active -= 1

@@ -65,6 +65,9 @@ class _Call:
     method: str = ""
     span: Span = NO_SPAN
     principal: Principal | None = None
+    #: The call's request metadata, read once: grpc.aio's ``invocation_metadata()`` builds
+    #: a new tuple of namedtuples from the C array on every call (it was read 5 times).
+    metadata: tuple[tuple[str, Any], ...] = ()
 
     def bind(self, agent: str) -> str:
         """Name the agent once known, for telemetry, the span and every log line of the call."""
@@ -176,14 +179,11 @@ class AgentRouter(grpc.GenericRpcHandler):
     def _connectivity(self, agent: str, _request: agent_pb2.ConnectivityRequest) -> agent_pb2.ConnectivityResponse:
         return convert.connectivity_to_proto(*self._host.connectivity(agent))
 
-    async def _agent_name(
-        self, fixed: str | None, context: grpc.aio.ServicerContext, call: _Call | None = None,
-        directory: bool = False,
-    ) -> str:
+    async def _agent_name(self, fixed: str | None, call: _Call, directory: bool = False) -> str:
         """The agent the call names, once the caller (API key or OAuth access token) is
         allowed to call it; ``directory``: a method of the public directory (Function)."""
-        name = fixed if fixed is not None else self._named_in_metadata(context)
-        metadata = context.invocation_metadata() or ()
+        metadata = call.metadata
+        name = fixed if fixed is not None else self._named_in_metadata(metadata)
         if directory and public_directory(metadata):  # a public description, read without credentials
             if not self._host.is_public(name):
                 raise AgentNotFound(name)
@@ -192,14 +192,13 @@ class AgentRouter(grpc.GenericRpcHandler):
         if self._access.enabled:
             principal = await self._access.identify(credentials_from_metadata(metadata))
             self._access.check(principal, name, self._host.is_public(name))
-            if call is not None:
-                call.principal = principal
+            call.principal = principal
         if not exposed(principal, name, self._host.is_public(name), named_only=private_named_only(metadata)):
             raise AgentNotFound(name)
         return name
 
-    def _named_in_metadata(self, context: grpc.aio.ServicerContext) -> str:
-        for key, value in context.invocation_metadata() or ():
+    def _named_in_metadata(self, metadata: Sequence[tuple[str, Any]]) -> str:
+        for key, value in metadata:
             if key == AGENT_NAME_KEY:
                 return value if isinstance(value, str) else value.decode()
         raise InvalidRequest(
@@ -208,11 +207,11 @@ class AgentRouter(grpc.GenericRpcHandler):
             field=AGENT_NAME_KEY,
         )
 
-    def _metadata(self, context: grpc.aio.ServicerContext) -> dict[str, str]:
+    def _metadata(self, metadata: Sequence[tuple[str, Any]]) -> dict[str, str]:
         if not self._forwarded:
             return {}
         found = {}
-        for key, value in context.invocation_metadata() or ():
+        for key, value in metadata:
             if key in self._forwarded and isinstance(value, str):
                 found[key] = value
         return found
@@ -220,8 +219,8 @@ class AgentRouter(grpc.GenericRpcHandler):
     @contextmanager
     def _observed(self, method: str, agent: str | None, context: grpc.aio.ServicerContext) -> Iterator[_Call]:
         """Report the call to telemetry and the log with the status it ends with."""
-        metadata = context.invocation_metadata() or ()
-        call = _Call(agent or "", request_id_from(metadata), method)
+        metadata = tuple(context.invocation_metadata() or ())
+        call = _Call(agent or "", request_id_from(metadata), method, metadata=metadata)
         self._telemetry.request_started(call.agent, method)
         started = time.monotonic()
         code = "OK"
@@ -261,7 +260,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed(method, agent, context) as call:
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    call.bind(await self._agent_name(agent, context, directory=method == "Function"))
+                    call.bind(await self._agent_name(agent, call, directory=method == "Function"))
                     return produce(call.agent, request)
             except Exception as error:
                 await abort_with(context, error)
@@ -278,10 +277,10 @@ class AgentRouter(grpc.GenericRpcHandler):
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
                     await _announce(context, call)
                     _refuse_undecodable(request)
-                    name = call.bind(await self._agent_name(agent, context, call))
-                    caller, limits = caller_of(call.principal, context.peer(), context.invocation_metadata() or ())
+                    name = call.bind(await self._agent_name(agent, call))
+                    caller, limits = caller_of(call.principal, context.peer(), call.metadata)
                     async with self._gate.chat(caller, limits) as on_usage:
-                        chat_request = convert.request_from_proto(request, self._metadata(context))
+                        chat_request = convert.request_from_proto(request, self._metadata(call.metadata))
                         chat_request.on_usage = on_usage
                         echo = request if chat_request.chat_filter.is_maximal else None
                         stream = self._host.chat(name, chat_request)

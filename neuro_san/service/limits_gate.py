@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from neuro_san.core.rate_limits import CallerLimits, RateLimited, RateLimiter
@@ -25,13 +25,43 @@ log = logging.getLogger(__name__)
 UsageCallback = Callable[[int], None]
 
 
+def _ignore_usage(_tokens: int) -> None:
+    """What a chat with no token budget reports its usage to."""
+
+
+class _Open:
+    """The gate of a chat no limit applies to (the default: limits off). One shared object
+    with nothing to count: the general path builds an async generator, its context manager
+    and a callback for every chat only to find no limit set."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> UsageCallback:
+        return _ignore_usage
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+_OPEN = _Open()
+
+
 class LocalGate:
     def __init__(self, limiter: RateLimiter, ledger: TokenLedger) -> None:
         self.limiter = limiter
         self.ledger = ledger
 
+    def chat(self, caller: str, limits: CallerLimits | None) -> AbstractAsyncContextManager[UsageCallback]:
+        """``async with gate.chat(caller, limits) as on_usage``: passes, or raises
+        RateLimited / TokenBudgetExhausted."""
+        rate = limits or self.limiter.default
+        budget = limits or self.ledger.default
+        if not (rate.chats or rate.concurrent_chats or budget.tokens_per_hour or budget.tokens_per_day):
+            return _OPEN  # what the general path does when nothing is set, without its objects
+        return self._limited(caller, limits)
+
     @asynccontextmanager
-    async def chat(self, caller: str, limits: CallerLimits | None) -> AsyncIterator[UsageCallback]:
+    async def _limited(self, caller: str, limits: CallerLimits | None) -> AsyncIterator[UsageCallback]:
         self.ledger.check(caller, limits)  # before the rate limiter takes a chat
         with self.limiter.chat(caller, limits):
             yield lambda tokens: self.ledger.spend(caller, limits, tokens)

@@ -73,6 +73,14 @@ def origins_to_proto(path: OriginPath) -> list[chat_pb2.Origin]:
     return [chat_pb2.Origin(tool=o.tool, instantiation_index=o.instantiation_index) for o in path]
 
 
+def add_origins(target: Any, path: OriginPath) -> None:
+    """Append ``path`` to a repeated Origin field in place: ``extend`` with new messages
+    would build each one and then copy it in (~1 µs more per origin, several per response)."""
+    add = target.add
+    for o in path:
+        add(tool=o.tool, instantiation_index=o.instantiation_index)
+
+
 def origins_from_proto(origins: Any) -> OriginPath:
     return tuple(Origin(o.tool, o.instantiation_index) for o in origins)
 
@@ -80,7 +88,7 @@ def origins_from_proto(origins: Any) -> OriginPath:
 def context_to_proto(context: ChatContext, target: chat_pb2.ChatContext) -> None:
     for history in context.chat_histories:
         pb_history = target.chat_histories.add()
-        pb_history.origin.extend(origins_to_proto(history.origin))
+        add_origins(pb_history.origin, history.origin)
         for message in history.messages:
             message_to_proto(message, pb_history.messages.add())
 
@@ -103,13 +111,13 @@ def message_to_proto(message: ChatMessage, target: chat_pb2.ChatMessage | None =
     if message.text:
         pb.text = message.text
     if message.origin:
-        pb.origin.extend(origins_to_proto(message.origin))
+        add_origins(pb.origin, message.origin)
     if message.structure is not None:
         fill_struct(pb.structure, message.structure)
     if message.chat_context is not None:
         context_to_proto(message.chat_context, pb.chat_context)
     if message.tool_result_origin:
-        pb.tool_result_origin.extend(origins_to_proto(message.tool_result_origin))
+        add_origins(pb.tool_result_origin, message.tool_result_origin)
     if message.sly_data:
         fill_struct(pb.sly_data, message.sly_data)
     for mime in message.mime_data:
