@@ -86,7 +86,7 @@ $(CHROMIUM):
 browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root)
 
 test: $(STAMP) browser redis-server haproxy oidc-provider proto-check lint ## install, check generated code and lint, then run the whole suite
-	$(PY) -m pytest
+	$(PY) -m pytest -rs
 
 test-fast: $(STAMP) redis-server ## between edits: the suite without the tests marked slow (no lint), stops at the first failure
 	$(PY) -m pytest -x -m "not slow"
