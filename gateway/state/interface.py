@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from neuro_san.core.env_settings import env_number
+
 #: The environment variable naming the Redis of the shared front-end state.
 REDIS_URL_ENV = "AGENT_REDIS_URL"
 #: How long a replica's lease lasts without a heartbeat: the bound on how long the tasks
@@ -80,16 +82,13 @@ class SharedState(ABC):
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
+    """A number of seconds within [low, high]; read by the core's one env-number reader."""
+    value = env_number(env, name, float)
+    if value is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
     if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low:g} and {high:g} seconds, not {raw!r}")
-    return value
+        raise ValueError(f"{name} must be between {low:g} and {high:g} seconds, not {env[name].strip()!r}")
+    return float(value)
 
 
 @dataclass(frozen=True, slots=True)

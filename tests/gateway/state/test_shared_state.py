@@ -163,7 +163,7 @@ def test_a2a_errors_say_the_shared_state_is_away(redis: RedisProcess) -> None:
     ("env", "message"),
     [
         ({"AGENT_REDIS_URL": "http://redis:6379"}, "AGENT_REDIS_URL must be a redis://"),
-        ({"AGENT_REPLICA_LEASE_SECONDS": "soon"}, "AGENT_REPLICA_LEASE_SECONDS must be a number"),
+        ({"AGENT_REPLICA_LEASE_SECONDS": "soon"}, "AGENT_REPLICA_LEASE_SECONDS='soon' is not a number"),
         ({"AGENT_REPLICA_LEASE_SECONDS": "0"}, "between 1 and 3600"),
         ({"AGENT_A2A_TASK_TTL_SECONDS": "5"}, "AGENT_A2A_TASK_TTL_SECONDS must be between 60"),
     ],
