@@ -46,9 +46,10 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _tools(spec: Mapping[str, Any]) -> list[str]:
+def _tools(spec: Mapping[str, Any]) -> list[Any]:
+    # Names, /paths and URLs, or dicts (which the structure check allows), each written as JSON.
     tools = spec.get("tools")
-    return [tool for tool in tools if isinstance(tool, str)] if isinstance(tools, list) else []
+    return [tool for tool in tools if isinstance(tool, str | dict)] if isinstance(tools, list) else []
 
 
 def _agent(name: str, spec: Mapping[str, Any], front_man: bool, demo_mode: bool) -> str:

@@ -45,7 +45,13 @@ QUERIES_KEY = "agent_network_queries"
 
 def front_man(network: Mapping[str, Any]) -> str:
     """The one agent nobody calls (validated before): the first agent of the written file."""
-    called = {tool for spec in network.values() if isinstance(spec, Mapping) for tool in spec.get("tools") or []}
+    called = {
+        tool
+        for spec in network.values()
+        if isinstance(spec, Mapping)
+        for tool in spec.get("tools") or []
+        if isinstance(tool, str)
+    }
     return next((agent for agent in network if agent not in called), next(iter(network)))
 
 
