@@ -221,3 +221,25 @@ def test_reservations_mode_and_unknown_progress_style_are_refused_at_load(monkey
     monkeypatch.setenv("AGENT_NETWORK_DESIGNER_PROGRESS_STYLE", "connectivity")
     with pytest.raises(NetworkLoadError, match="tools\\[0\\].middleware\\[0\\].*PROGRESS_STYLE"):
         build_network(document, "<net>", "net")
+
+
+def test_skip_designer_saves_a_network_with_a_dict_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AGENT_MANIFEST_FILE", raising=False)
+    network = {
+        "worker": {"instructions": "Work.", "description": "Works."},
+        "front": {"instructions": "Lead.", "description": "Leads.", "tools": ["worker", {"name": "inline"}]},
+    }
+    sly = {"agent_network_definition": network, "agent_network_name": "team", "skip_designer": True}
+
+    async def body(fake: FakeLlmServer) -> None:
+        _project(tmp_path, fake)
+        host, factory = make_host({"designer": _designer(fake)}, tool_roots=[tmp_path / "coded"])
+        messages = await run_chat(host, "designer", "save", sly_data=sly)
+        await factory.aclose()
+        assert messages[-1].text == "The network team has been modified by the user."
+
+    run_with_fake_llm(body)
+    text = (tmp_path / "registries" / "generated" / "team.hocon").read_text()
+    assert text.index('"name": "front"') < text.index('"name": "worker"')  # the front man first
+    assert '"tools": ["worker", {"name": "inline"}]' in text
