@@ -15,14 +15,25 @@ from neuro_san.middleware.config import (
     SummarizationSettings,
     ToolSelectionSettings,
 )
+from neuro_san.middleware.designer_definition import DefinitionMiddleware
+from neuro_san.middleware.designer_persistence import PersistenceMiddleware
 from neuro_san.middleware.designer_validation import InstructionsValidationMiddleware, StructureValidationMiddleware
-from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, MiddlewareTool, ModelTurn
+from neuro_san.middleware.interface import (
+    AgentAnswered,
+    AgentMiddleware,
+    AgentStopped,
+    Invocation,
+    MiddlewareTool,
+    ModelTurn,
+)
 from neuro_san.middleware.memory import PersistentMemoryMiddleware
 from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
 from neuro_san.middleware.skills import SkillsMiddleware
 from neuro_san.middleware.studio_config import (
     ChecklistSettings,
+    DesignerDefinitionSettings,
+    DesignerPersistenceSettings,
     DesignerValidationSettings,
     MemorySettings,
     SkillsSettings,
@@ -57,6 +68,10 @@ def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddlewa
         if config.settings.kind == "structure":
             return StructureValidationMiddleware(invocation)
         return InstructionsValidationMiddleware(invocation)
+    if isinstance(config.settings, DesignerDefinitionSettings):
+        return DefinitionMiddleware(invocation, config.settings.report_progress)
+    if isinstance(config.settings, DesignerPersistenceSettings):
+        return PersistenceMiddleware(invocation, config.settings)
     raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
@@ -122,6 +137,8 @@ class MiddlewareChain:
         return response
 
     def _stopped(self, stop: AgentStopped) -> str:
+        if isinstance(stop, AgentAnswered):
+            return str(stop)
         # neuro-san's wording for an agent ended by a middleware exception; the agent loop's
         # error formatter (runtime/error_format.py) turns it into "Error from <agent>: …".
         return f"Agent stopped due to exception {stop}"

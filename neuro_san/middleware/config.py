@@ -16,12 +16,13 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.middleware.args import MiddlewareArgs as _Args
-from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
 from neuro_san.middleware.studio_config import (
+    PERSISTENCE_CLASS,
     STUDIO_CLASSES,
     StudioSettings,
     parse_studio,
 )
+from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
 from neuro_san.network.errors import NetworkLoadError, type_name
 
 PII_CLASSES = frozenset(
@@ -157,8 +158,10 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
         check.read.add("reservationist")
         check.finish()
         return MiddlewareConfig("network_copy", class_name, "NetworkCopyMiddleware", NetworkCopySettings())
-    if reservations:
-        raise NetworkLoadError(file, f"{key_path}.allow.reservations", "only NetworkCopyMiddleware uses reservations")
+    if reservations and class_name != PERSISTENCE_CLASS:
+        raise NetworkLoadError(
+            file, f"{key_path}.allow.reservations", "only NetworkCopyMiddleware and the designer's persistence use it"
+        )
     if class_name in STUDIO_CLASSES:
         studio = parse_studio(class_name, check)
         return MiddlewareConfig("studio", class_name, class_name.rsplit(".", 1)[-1], studio)

@@ -7,7 +7,7 @@ points of every model round trip:
   ``turn.messages`` in place (redact, summarise: the changes stay for the rest of the
   invocation, as LangChain's state updates do) or narrow ``turn.tools``; raising
   :class:`AgentStopped` ends the agent's invocation with that text as its answer,
-  without calling the model.
+  without calling the model (:class:`AgentAnswered`: that text verbatim, not an error).
 - ``after_model(turn, response)`` with the model's answer; it returns the answer to use.
 - ``after_agent(answer)`` once, with the agent's final answer; it returns the answer to use.
 
@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 
 class AgentStopped(Exception):
     """A middleware ends the agent's invocation; ``str(error)`` becomes its answer."""
+
+
+class AgentAnswered(AgentStopped):
+    """A middleware ends the agent's invocation with ``str(error)`` as its answer, verbatim
+    (LangChain's ``jump_to: end`` with an AI message), not as an "Agent stopped" error."""
 
 
 @dataclass

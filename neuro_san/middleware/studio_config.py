@@ -1,15 +1,15 @@
 """Load-time settings of neuro-san-studio's middleware classes (``middleware.…`` in a
 studio project), implemented natively here: persistent memory, the checklist, skills and
-the designer's two validation middlewares.
+the Agent Network Designer family (definition, validation, persistence).
 
 Where studio warns about an unknown key and goes on, these refuse it at load with the key
-path (a misspelt setting should not silently change nothing). The Agent Network Designer
-family's definition and persistence middlewares are refused with the reason (``REFUSED``).
+path (a misspelt setting should not silently change nothing).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,19 +27,16 @@ STRUCTURE_CLASS = (
 INSTRUCTIONS_CLASS = (
     _VALIDATION + "agent_network_instructions_validation_middleware.AgentNetworkInstructionsValidationMiddleware"
 )
-STUDIO_CLASSES = frozenset({MEMORY_CLASS, CHECKLIST_CLASS, SKILLS_CLASS, STRUCTURE_CLASS, INSTRUCTIONS_CLASS})
 
 _DESIGNER = "middleware.agent_network_designer."
-_NOT_YET = "neuro-san-studio's {what} is not implemented on this server yet (docs/compatibility.md)"
-_DESIGNER_CLASSES = (
-    "agent_network_definition_middleware.AgentNetworkDefinitionMiddleware",
-    "persistence.agent_network_persistence_middleware.AgentNetworkPersistenceMiddleware",
+DEFINITION_CLASS = _DESIGNER + "agent_network_definition_middleware.AgentNetworkDefinitionMiddleware"
+PERSISTENCE_CLASS = _DESIGNER + "persistence.agent_network_persistence_middleware.AgentNetworkPersistenceMiddleware"
+STUDIO_CLASSES = frozenset(
+    {MEMORY_CLASS, CHECKLIST_CLASS, SKILLS_CLASS, STRUCTURE_CLASS, INSTRUCTIONS_CLASS}
+    | {DEFINITION_CLASS, PERSISTENCE_CLASS}
 )
-REFUSED: Mapping[str, str] = MappingProxyType(
-    {
-        **{_DESIGNER + name: _NOT_YET.format(what="Agent Network Designer middleware") for name in _DESIGNER_CLASSES},
-    }
-)
+#: Studio classes this server refuses at load, and why (none left).
+REFUSED: Mapping[str, str] = MappingProxyType({})
 
 MEMORY_OPERATIONS = frozenset({"create", "read", "append", "delete", "search", "list"})
 MEMORY_BACKENDS = ("json_file", "markdown_file", "mem0")
@@ -85,10 +82,37 @@ class DesignerValidationSettings:
     kind: str
 
 
-StudioSettings = MemorySettings | ChecklistSettings | SkillsSettings | DesignerValidationSettings
+@dataclass(frozen=True, slots=True)
+class DesignerDefinitionSettings:
+    #: ``progress_reporter`` asked for: the definition is reported as AGENT_PROGRESS.
+    report_progress: bool
 
 
-def parse_studio(class_name: str, check: MiddlewareArgs) -> StudioSettings:
+@dataclass(frozen=True, slots=True)
+class DesignerPersistenceSettings:
+    #: Leaf agents get studio's demo sentence (``AGENT_NETWORK_DESIGNER_DEMO_MODE``, default true).
+    demo_mode: bool
+    #: The folder under the registries (``AGENT_NETWORK_DESIGNER_SUBDIRECTORY``, default ``generated``).
+    subdirectory: str
+    #: Times the model is sent back with validation errors (``…_MAX_VALIDATION_ATTEMPTS``, default 3).
+    max_attempts: int
+
+
+StudioSettings = (
+    MemorySettings
+    | ChecklistSettings
+    | SkillsSettings
+    | DesignerValidationSettings
+    | DesignerDefinitionSettings
+    | DesignerPersistenceSettings
+)
+
+
+def parse_studio(class_name: str, check: MiddlewareArgs, env: Mapping[str, str] | None = None) -> StudioSettings:
+    """The settings of a studio class; the designer's read studio's environment variables
+    (``env``, the process environment by default) at load, as studio reads them at import."""
+    if class_name in (DEFINITION_CLASS, PERSISTENCE_CLASS):
+        return _designer(class_name, check, os.environ if env is None else env)
     if class_name in (STRUCTURE_CLASS, INSTRUCTIONS_CLASS):
         check.finish()  # only the injected sly_data, which the native class reads itself
         return DesignerValidationSettings("structure" if class_name == STRUCTURE_CLASS else "instructions")
@@ -97,6 +121,35 @@ def parse_studio(class_name: str, check: MiddlewareArgs) -> StudioSettings:
     if class_name == SKILLS_CLASS:
         return _skills(check)
     return _checklist(check)
+
+
+def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str]) -> StudioSettings:
+    style = env.get("AGENT_NETWORK_DESIGNER_PROGRESS_STYLE", "internal")
+    if style != "internal":
+        raise check.fail(
+            "class", f"AGENT_NETWORK_DESIGNER_PROGRESS_STYLE={style!r} is not supported on this server (only internal)"
+        )
+    if class_name == DEFINITION_CLASS:
+        settings: StudioSettings = DesignerDefinitionSettings("progress_reporter" in check.args)
+        check.finish()
+        return settings
+    check.read.add("reservationist")  # studio's, for the reservations mode refused below
+    if env.get("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS", "false").lower() == "true":
+        raise check.fail(
+            "reservationist",
+            "AGENT_NETWORK_DESIGNER_USE_RESERVATIONS=true (deploying designed networks as temporary networks) is "
+            "not supported on this server; unset it to save them to registries/generated",
+        )
+    raw = env.get("AGENT_NETWORK_DESIGNER_MAX_VALIDATION_ATTEMPTS", "3")
+    try:
+        attempts = max(0, int(raw))
+    except ValueError:
+        reason = f"AGENT_NETWORK_DESIGNER_MAX_VALIDATION_ATTEMPTS must be a whole number, not {raw!r}"
+        raise check.fail("class", reason) from None
+    subdirectory = env.get("AGENT_NETWORK_DESIGNER_SUBDIRECTORY", "generated").strip("/") or "generated"
+    demo = env.get("AGENT_NETWORK_DESIGNER_DEMO_MODE", "true").lower() == "true"
+    check.finish()
+    return DesignerPersistenceSettings(demo_mode=demo, subdirectory=subdirectory, max_attempts=attempts)
 
 
 def _skills(check: MiddlewareArgs) -> SkillsSettings:

@@ -142,8 +142,8 @@ def test_checklist_tools_update_the_next_system_prompt_and_report_progress() -> 
         ({"class": SKILLS, "args": {}}, "skill_sources"),
         (
             {"class": "middleware.agent_network_designer.agent_network_definition_middleware."
-             "AgentNetworkDefinitionMiddleware"},  # fmt: skip
-            "Agent Network Designer",
+             "AgentNetworkDefinitionMiddleware", "args": {"typo": 1}},  # fmt: skip
+            "typo",
         ),
         (_memory(Path("/tmp"), "mem0"), "mem0"),
         ({"class": MEMORY, "args": {"memory_config": {"storage": {"backend": "json_file"}, "typo": 1}}}, "typo"),

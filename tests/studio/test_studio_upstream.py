@@ -38,13 +38,8 @@ STUDIO = os.environ.get("NEURO_SAN_STUDIO_PYTHON", "")
 pytestmark = pytest.mark.skipif(not STUDIO, reason="set NEURO_SAN_STUDIO_PYTHON to compare with neuro-san 0.7.12")
 
 #: Networks refused here that neuro-san serves, with the reason (docs/compatibility.md).
-_DESIGNER = "the designer's AgentNetworkDefinitionMiddleware is not implemented on this server"
 _MEM0 = "the mem0 memory backend is refused without the mem0ai package (neuro-san fails at chat time)"
 KNOWN: dict[str, str] = {
-    "agent_network_designer": _DESIGNER,
-    "agent_network_editor": _DESIGNER,
-    "agent_network_instructions_editor": _DESIGNER,
-    "agent_network_query_generator": _DESIGNER,
     "tools/persistent_memory_mem0": _MEM0,
     "industry/intranet_agents_with_memory_routing": _MEM0,
     "tools/gmail": "a LangChain toolkit (GmailToolkit) in the toolbox: this server runs no LangChain tools",
