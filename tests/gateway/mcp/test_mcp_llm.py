@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -49,8 +50,10 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
     fake.rule = load.fixed_rule(Reply.stall(60.0))
     before_requests, before_cancelled = fake.request_count, fake.handlers_cancelled
 
-    async def sdk_cancel() -> None:
-        async with mcp_client(server, key=None, mode="legacy") as client:
+    async def sdk_cancel(mode: str) -> None:
+        # The handshake-era client sends notifications/cancelled; the one pinned to 2026-07-28
+        # cancels by closing the call's response stream.
+        async with mcp_client(server, key=None, mode=mode) as client:
             call = asyncio.create_task(client.call_tool("echo", {"user_message": {"text": "wait"}}))
             assert await _until(lambda: fake.request_count > before_requests)
             call.cancel()
@@ -58,17 +61,6 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
                 await call
             # Leave only once the server has answered the cancelled POST: the SDK's
             # transport fails its teardown if a response lands while it closes.
-            assert await _until(lambda: _settled(fake, before_cancelled))
-            await asyncio.sleep(0.5)
-
-    async def modern_sdk_cancel() -> None:
-        # The SDK's client pinned to 2026-07-28 cancels by closing the call's response stream.
-        async with mcp_client(server, key=None, mode="2026-07-28") as client:
-            call = asyncio.create_task(client.call_tool("echo", {"user_message": {"text": "wait"}}))
-            assert await _until(lambda: fake.request_count > before_requests)
-            call.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await call
             assert await _until(lambda: _settled(fake, before_cancelled))
             await asyncio.sleep(0.5)
 
@@ -107,8 +99,10 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
             with contextlib.suppress(asyncio.CancelledError):
                 await post
 
-    scenario = {"sdk-cancel": sdk_cancel, "notification": by_notification, "disconnect": by_disconnect,
-                "modern-close": by_closing_a_modern_stream, "modern-sdk-cancel": modern_sdk_cancel}[how]
+    scenarios: dict[str, Callable[[], Awaitable[None]]] = {"sdk-cancel": functools.partial(sdk_cancel, "legacy"), "notification": by_notification,
+                "disconnect": by_disconnect, "modern-close": by_closing_a_modern_stream,
+                "modern-sdk-cancel": functools.partial(sdk_cancel, "2026-07-28")}
+    scenario = scenarios[how]
     try:
         asyncio.run(scenario())
         assert load.wait_until(lambda: _settled(fake, before_cancelled), within=10), (
