@@ -8,8 +8,9 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -99,9 +100,13 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
             with contextlib.suppress(asyncio.CancelledError):
                 await post
 
-    scenarios: dict[str, Callable[[], Awaitable[None]]] = {"sdk-cancel": functools.partial(sdk_cancel, "legacy"), "notification": by_notification,
-                "disconnect": by_disconnect, "modern-close": by_closing_a_modern_stream,
-                "modern-sdk-cancel": functools.partial(sdk_cancel, "2026-07-28")}
+    scenarios: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
+        "sdk-cancel": functools.partial(sdk_cancel, "legacy"),
+        "notification": by_notification,
+        "disconnect": by_disconnect,
+        "modern-close": by_closing_a_modern_stream,
+        "modern-sdk-cancel": functools.partial(sdk_cancel, "2026-07-28"),
+    }
     scenario = scenarios[how]
     try:
         asyncio.run(scenario())
