@@ -10,6 +10,7 @@ import os
 import signal
 from typing import Any
 
+from neuro_san.cli.heap import settle_heap
 from neuro_san.cli.serve_settings import config_from_args, http_tls_files
 
 log = logging.getLogger("neuro_san.serve")
@@ -197,6 +198,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from neuro_san.cli.startup_line import urls_line
 
     print(urls_line(config.host, server.port, gateway, playground), flush=True)
+    settle_heap()  # start-up's objects out of the collector's way, before any traffic burst
     # One line machines can wait for (tests, scripts): the ports actually bound.
     workers.announce_ready(f"READY grpc={server.port} http={gateway.port if gateway else 0} metrics={metrics_port}")
 
