@@ -2,8 +2,9 @@
 
 Starts the fake LLM and ``neuro-san serve`` like ``bench.run``, drives one scenario's load
 (``--scenario S2``: echo over HTTP; ``S3``: math_guy over HTTP; ``S4``: echo over gRPC;
-``S9``/``S9-http``: echo with ``stream_tokens`` over gRPC/HTTP, the fake streaming S9's answer)
-and samples the server with ``py-spy record`` (``pip install py-spy``; it needs ptrace
+``S9``/``S9-http``: echo with ``stream_tokens`` over gRPC/HTTP, the fake streaming S9's answer;
+``S5``: S5's burst, 2,000 HTTP chats at once against a fake taking 1 s, sampled from the
+burst's start for ``--seconds``) and samples the server with ``py-spy record`` (``pip install py-spy``; it needs ptrace
 rights). Prints the functions with the most samples, by own time and by inclusive time
 (``file:function``), and keeps the raw collapsed stacks (``--raw``, for flame graphs).
 """
@@ -24,7 +25,7 @@ from bench.run import Settings, closed_spec, uvloop_installed
 
 LOADS = {
     "S2": ("http", "echo"), "S3": ("http", "math_guy"), "S4": ("grpc", "echo"),
-    "S9": ("grpc", "echo"), "S9-http": ("http", "echo"),
+    "S9": ("grpc", "echo"), "S9-http": ("http", "echo"), "S5": ("http", "echo"),
 }  # fmt: skip
 
 
@@ -126,12 +127,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     streamed = args.scenario.startswith("S9")
     defaults = Settings()
     stream_args = ("--stream-words", str(defaults.s9_words), "--stream-pace-ms", str(defaults.s9_pace_ms))
-    fake, fake_port = procs.start_fake(0.0, fast, *(stream_args if streamed else ()))
+    burst = args.scenario == "S5"
+    latency_ms = defaults.s5_latency_ms if burst else 0.0
+    fake, fake_port = procs.start_fake(latency_ms, fast, *(stream_args if streamed else ()))
     server = procs.start_server(fake_port, fast)
     try:
         target = server.http_base if transport == "http" else server.grpc_target
         spec = closed_spec(transport, target, agent, 16, args.seconds + 3, defaults, fast)
         spec["stream_tokens"] = streamed
+        if burst:  # as bench.run's S5: one warm-up chat, then every chat at once
+            spec.update(mode="burst", count=defaults.s5_chats, warmup=1)
         load = threading.Thread(target=procs.run_load, args=(spec, server.proc.pid))
         load.start()
         subprocess.run(

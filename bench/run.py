@@ -229,6 +229,9 @@ def run_floors(s: Settings, fast: bool, results: dict[str, Any]) -> dict[str, An
             floor.stop()
     if "S5" in results and floors["burst_http_llm"]["p99_ms"]:
         floors["s5_p99_to_http_llm_burst"] = _ratio(results["S5"]["p99_ms"], floors["burst_http_llm"]["p99_ms"])
+    if "S5" in results:
+        # Issue 27's burst target: S5 p99 <= 1.5 x the bare aiohttp server's p99 for the same burst.
+        floors["s5_p99_to_http_burst"] = _ratio(results["S5"]["p99_ms"], floors["burst_http"]["p99_ms"])
     if "S2" in results:
         floors["s2_fraction_of_http_floor"] = _ratio(results["S2"]["chats_per_s"], floors["http"]["chats_per_s"])
         # What our code adds per chat on top of the frameworks' own cost for S2's two HTTP exchanges.

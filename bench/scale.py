@@ -9,7 +9,9 @@
   :func:`llm_connections_for`): 10,000 client sockets plus 10,000 LLM sockets do not fit
   under a 20,000 descriptor limit, so the chats past it wait for a free LLM connection.
 - **S8**: S2 (echo, 16 clients, HTTP) against ``serve --workers 2`` and ``--workers 1``,
-  back to back. Server CPU is the parent's plus its workers'.
+  back to back. Server CPU is the parent's plus its workers'. Then S5's burst (2,000 chats
+  at once, 1 s LLM) against ``--workers 2`` and ``--workers 1``: what a second event loop
+  does to a burst's tail on this machine.
 """
 
 from __future__ import annotations
@@ -82,4 +84,31 @@ def run_s8(s: Settings, fast: bool) -> dict[str, Any]:
     finally:
         fake.stop()
     results["speedup"] = _ratio(results["workers_2"]["chats_per_s"], results["workers_1"]["chats_per_s"])
+    results.update(_s5_on_workers(s, fast))
+    return results
+
+
+def _s5_on_workers(s: Settings, fast: bool) -> dict[str, Any]:
+    """S5's burst against ``--workers 2`` and ``--workers 1``, back to back: what a second
+    process does to a burst's tail (each worker's loop carries half of it)."""
+    results: dict[str, Any] = {}
+    fake, fake_port = procs.start_fake(s.s5_latency_ms, fast)
+    try:
+        for workers in (2, 1):
+            server = procs.start_server(fake_port, fast, extra_args=["--workers", str(workers)])
+            try:
+                spec = {
+                    **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
+                    "mode": "burst", "count": s.s5_chats, "warmup": 1,
+                }  # fmt: skip
+                results[f"burst_workers_{workers}"] = repeat(
+                    s.runs, lambda: procs.run_load(spec, server.proc.pid, 600, fake.pid)  # noqa: B023
+                )
+            finally:
+                server.proc.stop()
+    finally:
+        fake.stop()
+    results["burst_p99_ratio"] = _ratio(
+        results["burst_workers_2"]["p99_ms"], results["burst_workers_1"]["p99_ms"]
+    )
     return results
