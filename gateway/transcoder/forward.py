@@ -51,6 +51,17 @@ def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
     return json_response(failure.http_status, encode_status(failure.status_dict()), headers)
 
 
+class _HeadersWithFirstFrame(web.StreamResponse):
+    """A stream response whose headers go out with its first write, not on their own at
+    ``prepare()``: :meth:`Forwarder.stream` prepares only once it holds the first frame and
+    writes it at once, so clients see nothing later, and a chat's answer (often its only
+    frame, written with the end of the body) is one send instead of two. aiohttp's own
+    ``web.Response`` buffers its headers the same way; before aiohttp 3.12 the attribute
+    does not exist and headers go out at ``prepare()`` as before."""
+
+    _send_headers_immediately = False
+
+
 @dataclass(frozen=True, slots=True)
 class Forwarder:
     """What forwarding a route's responses needs, prepared at start-up."""
@@ -99,7 +110,7 @@ class Forwarder:
             except grpc.aio.AioRpcError as error:
                 response = rpc_error_response(error)
                 return response
-            stream = web.StreamResponse(status=200)
+            stream = _HeadersWithFirstFrame(status=200)
             stream.headers["Content-Type"] = SSE_TYPE if sse else NDJSON_TYPE
             if sse:
                 stream.headers["Cache-Control"] = "no-cache"
