@@ -163,7 +163,7 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
             file, f"{key_path}.allow.reservations", "only NetworkCopyMiddleware and the designer's persistence use it"
         )
     if class_name in STUDIO_CLASSES:
-        studio = parse_studio(class_name, check)
+        studio = parse_studio(class_name, check, reservations=reservations)
         return MiddlewareConfig("studio", class_name, class_name.rsplit(".", 1)[-1], studio)
     if class_name in PII_CLASSES:
         pii = _pii(check)

@@ -42,11 +42,16 @@ DEMO_SENTENCE = (
 DEFAULT_FRONT_DESCRIPTION = "An assistant that answers inquiries from the user."
 
 
-def _text(value: Any) -> str:
+def instructions_prefix(name: str) -> str:
+    """The text every agent of the network ``name`` starts with."""
+    return f"{PREFIX_OPENING} {name}.\n{PREFIX_RULES}\n"
+
+
+def clean_text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _tools(spec: Mapping[str, Any]) -> list[Any]:
+def agent_tools(spec: Mapping[str, Any]) -> list[Any]:
     # Names, /paths and URLs, or dicts (which the structure check allows), each written as JSON.
     tools = spec.get("tools")
     return [tool for tool in tools if isinstance(tool, str | dict)] if isinstance(tools, list) else []
@@ -54,8 +59,8 @@ def _tools(spec: Mapping[str, Any]) -> list[Any]:
 
 def _agent(name: str, spec: Mapping[str, Any], front_man: bool, demo_mode: bool) -> str:
     q = json.dumps
-    tools, instructions = _tools(spec), _text(spec.get("instructions"))
-    description = _text(spec.get("description"))
+    tools, instructions = agent_tools(spec), clean_text(spec.get("instructions"))
+    description = clean_text(spec.get("description"))
     if front_man:
         description = description or DEFAULT_FRONT_DESCRIPTION
         instructions = f"{FRONT_MAN_LINES}\n{instructions}"
@@ -80,7 +85,7 @@ def network_hocon(
     network: Mapping[str, Any], front_man: str, name: str, metadata: Mapping[str, Any], demo_mode: bool
 ) -> str:
     """The HOCON file of the designed ``network`` (``{agent: {instructions, description, tools}}``)."""
-    prefix = f"{PREFIX_OPENING} {name}.\n{PREFIX_RULES}\n"
+    prefix = instructions_prefix(name)
     block = json.dumps(dict(metadata), indent=4, ensure_ascii=False).replace("\n", "\n    ")
     header = [
         "{",

@@ -10,10 +10,18 @@ where the hot reload picks it up, and the HOCON text and the metadata block are 
 the client in sly_data (``agent_network_hocon_text``, ``agent_network_metadata``).
 
 The save happens in the after-agent step, so a ``skip_designer`` turn (ended by the
-definition middleware without a model call) saves the client's definition too.
+definition middleware without a model call) saves the client's definition too. A turn
+that only loads a network (``skip_designer`` with a file or reservation to load and no
+definition) is neither validated nor saved: the loaded network goes back as it is, without
+``agent_network_hocon_text``.
 
-Deploying the network through the reservationist (studio's
-``AGENT_NETWORK_DESIGNER_USE_RESERVATIONS=true``) is refused at load (studio_config).
+With ``AGENT_NETWORK_DESIGNER_USE_RESERVATIONS=true`` the network is deployed as a temporary
+network instead (``designer_reservations``) and its handle set as
+``sly_data["agent_reservations"]`` (``[{reservation_id, lifetime_in_seconds,
+expiration_time_in_seconds}]``); the HOCON text (with a ``date_created``) and the metadata
+block (no dates: a temporary network gets none) are handed back all the same. A deploy the
+server refuses ends the turn with ``Error: the agent network could not be deployed as a
+temporary network: <why>`` and without ``agent_reservations``, as in studio.
 """
 
 from __future__ import annotations
@@ -24,8 +32,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from neuro_san.middleware.designer_definition import DEFINITION_KEY, NAME_KEY
+from neuro_san.middleware.designer_definition import DEFINITION_KEY, NAME_KEY, is_load_only_request
 from neuro_san.middleware.designer_files import network_hocon, registries_dir, write_network
+from neuro_san.middleware.designer_loading import RESERVATIONS_KEY, metadata_block
+from neuro_san.middleware.designer_reservations import DeployError, assemble_and_deploy
 from neuro_san.middleware.designer_validation import (
     cycle_errors,
     keyword_errors,
@@ -60,6 +70,8 @@ class PersistenceMiddleware(AgentMiddleware):
         super().__init__(invocation)
         self.settings = settings
         self.attempts = 0
+        # Decided on the request as the client sent it, before the definition middleware loads.
+        self.load_only = is_load_only_request(invocation.ctx.sly_data)
 
     def _named_network(self) -> tuple[Mapping[str, Any], str] | None:
         sly = self.invocation.ctx.sly_data
@@ -75,8 +87,8 @@ class PersistenceMiddleware(AgentMiddleware):
 
     async def review(self, answer: str) -> str | None:
         found = self._named_network()
-        if found is None:
-            return None  # nothing designed (or a load error the model reports): answer freely
+        if found is None or self.load_only:
+            return None  # nothing designed (or a load error the model reports), or only a load: answer freely
         structure, instructions = self._errors(found[0])
         if not (structure or instructions):
             return None
@@ -103,14 +115,18 @@ class PersistenceMiddleware(AgentMiddleware):
         return " ".join(parts)
 
     async def after_agent(self, answer: str) -> str:
+        sly = self.invocation.ctx.sly_data
+        if self.load_only:
+            sly.pop(HOCON_TEXT_KEY, None)  # any text the request carried is not this network's
         found = self._named_network()
-        if found is None:
+        if found is None or self.load_only:
             return answer
         network, name = found
         if any(self._errors(network)):
             return answer  # still broken once the attempts are used: not saved, as in studio
-        sly = self.invocation.ctx.sly_data
-        metadata = self._metadata(sly)
+        if self.settings.use_reservations:
+            return await self._deploy(answer, network, name)
+        metadata = self._metadata(sly, stamp=True)
         text = network_hocon(network, front_man(network), name, metadata, self.settings.demo_mode)
         registries = registries_dir()
         try:
@@ -122,15 +138,46 @@ class PersistenceMiddleware(AgentMiddleware):
         sly[METADATA_KEY] = metadata
         return answer
 
+    async def _deploy(self, answer: str, network: Mapping[str, Any], name: str) -> str:
+        """Studio's reservations mode: the network served as a temporary network."""
+        sly = self.invocation.ctx.sly_data
+        metadata = self._metadata(sly, stamp=False)
+        first = front_man(network)
+        # The downloadable text always carries a creation date; the deployed network does not.
+        dated = {**metadata, "date_created": metadata.get("date_created") or _now()}
+        text = network_hocon(network, first, name, dated, self.settings.demo_mode)
+        store = self.invocation.ctx.reservations
+        demo, lifetime = self.settings.demo_mode, self.settings.lifetime_seconds
+        try:
+            reservations = await assemble_and_deploy(store, network, first, name, metadata, demo, lifetime)
+        except DeployError as error:
+            log.error("designer: agent network %s could not be deployed as a temporary network: %s", name, error)
+            # A handle the request carried points at an earlier version: not handed back as this one's.
+            sly.pop(RESERVATIONS_KEY, None)
+            answer = f"Error: the agent network could not be deployed as a temporary network: {error}"
+        else:
+            log.info("designer: deployed agent network %s as %s", name, reservations[0]["reservation_id"])
+            sly[RESERVATIONS_KEY] = reservations
+        # Both describe the design, not the deploy: handed back even when the deploy failed.
+        sly[HOCON_TEXT_KEY] = text
+        sly[METADATA_KEY] = metadata
+        return answer
+
     @staticmethod
-    def _metadata(sly: Mapping[str, Any]) -> dict[str, Any]:
-        """The client's block from the previous save, this turn's sample queries, the dates."""
-        given = sly.get(METADATA_KEY)
-        block: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}
+    def _metadata(sly: Mapping[str, Any], stamp: bool) -> dict[str, Any]:
+        """The client's block from the previous save, this turn's sample queries, and (for a
+        file, ``stamp``) the dates."""
+        # Without the keys reservation storage owns: they describe one earlier deployment.
+        block = metadata_block(sly.get(METADATA_KEY))
         queries = sly.get(QUERIES_KEY)
         if isinstance(queries, list) and queries:
             block["sample_queries"] = [query for query in queries if isinstance(query, str)]
-        now = datetime.now(tz=UTC).isoformat()
-        block.setdefault("date_created", now)
-        block["date_modified"] = now
+        if stamp:
+            now = _now()
+            block.setdefault("date_created", now)
+            block["date_modified"] = now
         return block
+
+
+def _now() -> str:
+    return datetime.now(tz=UTC).isoformat()

@@ -96,6 +96,10 @@ class DesignerPersistenceSettings:
     subdirectory: str
     #: Times the model is sent back with validation errors (``…_MAX_VALIDATION_ATTEMPTS``, default 3).
     max_attempts: int
+    #: Deploy as a temporary network instead of writing a file (``AGENT_NETWORK_DESIGNER_USE_RESERVATIONS``).
+    use_reservations: bool = False
+    #: The temporary network's lifetime (``AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS``, an hour).
+    lifetime_seconds: float = 3600.0
 
 
 StudioSettings = (
@@ -108,11 +112,14 @@ StudioSettings = (
 )
 
 
-def parse_studio(class_name: str, check: MiddlewareArgs, env: Mapping[str, str] | None = None) -> StudioSettings:
+def parse_studio(
+    class_name: str, check: MiddlewareArgs, env: Mapping[str, str] | None = None, reservations: bool = False
+) -> StudioSettings:
     """The settings of a studio class; the designer's read studio's environment variables
-    (``env``, the process environment by default) at load, as studio reads them at import."""
+    (``env``, the process environment by default) at load, as studio reads them at import.
+    ``reservations``: the entry's ``allow.reservations`` is true."""
     if class_name in (DEFINITION_CLASS, PERSISTENCE_CLASS):
-        return _designer(class_name, check, os.environ if env is None else env)
+        return _designer(class_name, check, os.environ if env is None else env, reservations)
     if class_name in (STRUCTURE_CLASS, INSTRUCTIONS_CLASS):
         check.finish()  # only the injected sly_data, which the native class reads itself
         return DesignerValidationSettings("structure" if class_name == STRUCTURE_CLASS else "instructions")
@@ -123,7 +130,7 @@ def parse_studio(class_name: str, check: MiddlewareArgs, env: Mapping[str, str] 
     return _checklist(check)
 
 
-def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str]) -> StudioSettings:
+def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str], reservations: bool) -> StudioSettings:
     style = env.get("AGENT_NETWORK_DESIGNER_PROGRESS_STYLE", "internal")
     if style != "internal":
         raise check.fail(
@@ -133,13 +140,17 @@ def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str]) ->
         settings: StudioSettings = DesignerDefinitionSettings("progress_reporter" in check.args)
         check.finish()
         return settings
-    check.read.add("reservationist")  # studio's, for the reservations mode refused below
-    if env.get("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS", "false").lower() == "true":
+    check.read.add("reservationist")  # studio's: the reservations mode needs it
+    use_reservations = env.get("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS", "false").lower() == "true"
+    if use_reservations and not (reservations and check.args.get("reservationist") is True):
+        # Studio falls back to saving nothing at all; a designer that silently loses its work is worse.
         raise check.fail(
             "reservationist",
-            "AGENT_NETWORK_DESIGNER_USE_RESERVATIONS=true (deploying designed networks as temporary networks) is "
-            "not supported on this server; unset it to save them to registries/generated",
+            "AGENT_NETWORK_DESIGNER_USE_RESERVATIONS=true deploys designed networks as temporary networks, which "
+            'needs "allow": {"reservations": true} on this entry and "reservationist": true in its args',
         )
+    raw_lifetime = env.get("AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS", "").strip()
+    lifetime = _lifetime(check, raw_lifetime) if use_reservations else 3600.0  # read in that mode only, as studio
     raw = env.get("AGENT_NETWORK_DESIGNER_MAX_VALIDATION_ATTEMPTS", "3")
     try:
         attempts = max(0, int(raw))
@@ -149,7 +160,28 @@ def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str]) ->
     subdirectory = env.get("AGENT_NETWORK_DESIGNER_SUBDIRECTORY", "generated").strip("/") or "generated"
     demo = env.get("AGENT_NETWORK_DESIGNER_DEMO_MODE", "true").lower() == "true"
     check.finish()
-    return DesignerPersistenceSettings(demo_mode=demo, subdirectory=subdirectory, max_attempts=attempts)
+    return DesignerPersistenceSettings(
+        demo_mode=demo,
+        subdirectory=subdirectory,
+        max_attempts=attempts,
+        use_reservations=use_reservations,
+        lifetime_seconds=lifetime,
+    )
+
+
+def _lifetime(check: MiddlewareArgs, raw: str) -> float:
+    """Studio's checks of the lifetime (made when it deploys; made at load here)."""
+    if not raw:
+        return 3600.0
+    try:
+        lifetime = float(raw)
+    except ValueError:
+        reason = "Value for AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS needs to be a number"
+        raise check.fail("class", f"{reason}, not {raw!r}") from None
+    if not 0 < lifetime < float("inf"):  # an infinite expiry is not a number in JSON
+        reason = "Value for AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS needs to be > 0"
+        raise check.fail("class", f"{reason} (and finite), not {raw!r}")
+    return lifetime
 
 
 def _skills(check: MiddlewareArgs) -> SkillsSettings:

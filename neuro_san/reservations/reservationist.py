@@ -36,14 +36,15 @@ class StoreReservationist(Reservationist):
             if not isinstance(document, dict):
                 raise TypeError(f"the deployment for {name} must be an agent network dict")
             source = f"<reservation {name}>"
-            specs.append((reservation, build_network(apply_commondefs(document, source), source, name, False)))
-        for reservation, spec in specs:
+            spec = build_network(apply_commondefs(document, source), source, name, False)
+            specs.append((reservation, spec, document))
+        for reservation, spec, document in specs:
             stored = StoredReservation(
                 reservation.get_reservation_id(),
                 reservation.get_lifetime_in_seconds(),
                 reservation.get_expiration_time_in_seconds(),
             )
-            self._store.deploy(stored, spec)
+            self._store.deploy(stored, spec, document)
         if not confirmation:
             return None
         done = asyncio.Event()

@@ -60,6 +60,7 @@ def _designer(fake: FakeLlmServer) -> dict[str, Any]:
                             "agent_network_hocon_text",
                             "agent_network_metadata",
                             "agent_network_name",
+                            "agent_reservations",
                         ]
                     }
                 },  # fmt: skip
@@ -179,7 +180,15 @@ def test_designed_network_is_validated_persisted_and_served(tmp_path: Path, monk
     [
         ({"agent_network_definition": SOUND}, 'Error: "agent_network_name" is missing from sly_data.'),
         ({"agent_network_name": 3}, "Error: agent_network_name has to be str. Got int"),
-        ({"agent_network_hocon_file": "registries/x.hocon"}, "is not supported on this server"),
+        (
+            {"agent_network_hocon_file": "registries/x.hocon"},
+            "Error: Agent network config file is unavailable or not permitted. "
+            "It must be an existing .hocon or .json file inside the registries directory.",
+        ),
+        (
+            {"agent_reservations": [{"reservation_id": "gone-1"}]},
+            "Error: Reservation 'gone-1' not found on this server",
+        ),
         (
             {"agent_network_definition": SOUND, "agent_network_name": "manual", "skip_designer": True},
             "The network manual has been modified by the user.",
@@ -207,20 +216,32 @@ def test_definition_middleware_answers_without_the_model(
     assert saved == (sly.get("skip_designer") is True)
 
 
-def test_reservations_mode_and_unknown_progress_style_are_refused_at_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    document = {
-        "llm_config": {"class": "scripted"},
-        "tools": [{"name": "designer", "instructions": "x", "middleware": [
-            {"class": PERSISTENCE, "allow": {"reservations": True}, "args": {"reservationist": True}}]}],
-    }  # fmt: skip
-    build_network(document, "<net>", "net")
+def test_reservations_mode_needs_the_reservationist_and_unknown_progress_style_is_refused_at_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def document(entry: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "llm_config": {"class": "scripted"},
+            "tools": [{"name": "designer", "instructions": "x", "middleware": [{"class": PERSISTENCE, **entry}]}],
+        }
+
+    allowed = {"allow": {"reservations": True}, "args": {"reservationist": True}}
+    build_network(document(allowed), "<net>", "net")
+    build_network(document({}), "<net>", "net")
     monkeypatch.setenv("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS", "true")
-    with pytest.raises(NetworkLoadError, match="AGENT_NETWORK_DESIGNER_USE_RESERVATIONS"):
-        build_network(document, "<net>", "net")
+    build_network(document(allowed), "<net>", "net")
+    for entry in ({}, {"allow": {"reservations": True}}, {"args": {"reservationist": True}}):
+        with pytest.raises(NetworkLoadError, match="USE_RESERVATIONS=true deploys .* needs"):
+            build_network(document(entry), "<net>", "net")
+    for lifetime in ("soon", "0", "-5"):
+        monkeypatch.setenv("AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS", lifetime)
+        with pytest.raises(NetworkLoadError, match="RESERVATIONS_LIFETIME_IN_SECONDS needs to be"):
+            build_network(document(allowed), "<net>", "net")
+    monkeypatch.delenv("AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS")
     monkeypatch.delenv("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS")
     monkeypatch.setenv("AGENT_NETWORK_DESIGNER_PROGRESS_STYLE", "connectivity")
     with pytest.raises(NetworkLoadError, match="tools\\[0\\].middleware\\[0\\].*PROGRESS_STYLE"):
-        build_network(document, "<net>", "net")
+        build_network(document(allowed), "<net>", "net")
 
 
 def test_skip_designer_saves_a_network_with_a_dict_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
