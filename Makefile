@@ -21,7 +21,8 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	@# mem0: the client of studio's mem0 memory backend, so that its test runs (it adds packages, changes no pin).
+	$(PY) -m pip install -q -e '.[dev,mem0]'
 	@# Bytecode for our own packages, as pip writes it for installed ones: with
 	@# PYTHONDONTWRITEBYTECODE set, every start would otherwise compile ~170 modules (~0.4 s).
 	$(PY) -m compileall -q -j 0 neuro_san gateway generated >/dev/null

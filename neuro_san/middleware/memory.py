@@ -6,7 +6,9 @@ them) and the ``topic`` / ``content`` / ``query`` / ``limit`` it needs, and a pa
 in its system prompt saying when to use it (``preamble`` replaces it). Answers are
 studio's envelopes: ``{"result": …}`` or ``{"error": "…"}``. The memory is the agent's:
 scoped to ``(network, agent)`` and shared by every caller (studio's file backends are
-single-user too); it lives in files under ``folder_name`` (``memory_store``).
+single-user too); it lives in files under ``folder_name`` (``memory_store``). The ``mem0``
+backend keeps it in the Mem0 Platform instead (``memory_mem0``), per user as well: the
+request's ``sly_data["user_id"]`` when the args ask for ``sly_data``, as in studio.
 
 With ``summarization.max_topic_size`` above 0, a topic that grows past it after a write
 (or is found so on a read) is rewritten as a summary by ``summarization.model`` through
@@ -22,7 +24,8 @@ from typing import Any
 
 from neuro_san.llm.interface import LlmMessage, ToolSpec
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, MiddlewareTool
-from neuro_san.middleware.memory_store import JsonTopicStore, MarkdownTopicStore, TopicStore, keyword_rank
+from neuro_san.middleware.memory_mem0 import Mem0TopicStore
+from neuro_san.middleware.memory_store import JsonTopicStore, MarkdownTopicStore, MemoryBackendError, MemoryStore
 from neuro_san.middleware.studio_config import MemorySettings
 
 log = logging.getLogger(__name__)
@@ -50,7 +53,10 @@ How to use it:
 - Use 'delete' then 'create' only to replace a topic whose content is wrong."""
 
 
-def _store(settings: MemorySettings, network: str, agent: str) -> TopicStore:
+def _store(settings: MemorySettings, network: str, agent: str, sly_data: Mapping[str, Any]) -> MemoryStore:
+    if settings.mem0 is not None:
+        user = sly_data.get("user_id") if settings.user_from_sly_data else None
+        return Mem0TopicStore(settings.mem0, network, agent, str(user) if user else None)
     folder = Path(settings.folder).expanduser()  # relative: to the working directory (the project root)
     if settings.backend == "markdown_file":
         return MarkdownTopicStore(folder, network, agent)
@@ -61,7 +67,8 @@ class PersistentMemoryMiddleware(AgentMiddleware):
     def __init__(self, invocation: Invocation, settings: MemorySettings) -> None:
         super().__init__(invocation)
         self.settings = settings
-        self.store = _store(settings, invocation.ctx.network.name, invocation.agent.name)
+        ctx = invocation.ctx
+        self.store = _store(settings, ctx.network.name, invocation.agent.name, ctx.sly_data)
 
     async def system_prompt(self) -> str | None:
         return self.settings.preamble or PREAMBLE
@@ -103,6 +110,13 @@ class PersistentMemoryMiddleware(AgentMiddleware):
         for field in _REQUIRED[operation]:
             if not args.get(field):
                 return {"error": f"Operation '{operation}' requires '{field}'."}
+        try:
+            return await self._run(operation, args)
+        except MemoryBackendError as error:  # the Mem0 Platform failed: the model is told, the chat goes on
+            log.warning("memory %s failed: %s", operation, error)
+            return {"error": str(error)}
+
+    async def _run(self, operation: str, args: Mapping[str, str]) -> dict[str, Any]:
         topic = args.get("topic", "")
         if operation == "create":
             await self.store.create(topic, args["content"])
@@ -122,7 +136,7 @@ class PersistentMemoryMiddleware(AgentMiddleware):
             return {"result": {"status": "deleted", "topic": topic}}
         if operation == "search":
             limit = _positive(args.get("limit"), DEFAULT_SEARCH_LIMIT)
-            return {"result": {"results": keyword_rank(await self.store.topics(), args["query"], limit)}}
+            return {"result": {"results": await self.store.search(args["query"], limit)}}
         return {"result": {"topics": sorted(await self.store.topics())}}
 
     async def _maybe_summarise(self, topic: str, content: str) -> str:

@@ -10,6 +10,9 @@ Two file layouts, as neuro-san-studio's stores write them:
 Every operation is a read-modify-write of the files under a lock per agent (one process;
 several server processes sharing a folder may interleave, as in studio). File I/O runs in
 a worker thread; writes go to a temporary file first and are renamed into place.
+
+The third backend, ``mem0`` (the Mem0 Platform), is ``memory_mem0``; the memory tool sees
+every backend through :class:`MemoryStore`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -36,7 +39,31 @@ def safe_segment(text: str) -> str:
     return cleaned or "unknown"
 
 
-def _lock(key: tuple[str, ...]) -> asyncio.Lock:
+class MemoryBackendError(Exception):
+    """A backend could not do an operation (the Mem0 Platform failed, say); the tool
+    answers ``{"error": str(error)}``."""
+
+
+class MemoryStore(Protocol):
+    """What the memory tool needs of a backend: one agent's topics (name → text)."""
+
+    async def read(self, topic: str) -> str | None: ...
+
+    async def create(self, topic: str, content: str) -> None: ...
+
+    async def append(self, topic: str, content: str) -> str: ...
+
+    async def replace_if_unchanged(self, topic: str, seen: str, new: str) -> None: ...
+
+    async def delete(self, topic: str) -> None: ...
+
+    async def topics(self) -> dict[str, str]: ...
+
+    async def search(self, query: str, limit: int) -> list[dict[str, Any]]: ...
+
+
+def keyed_lock(key: tuple[str, ...]) -> asyncio.Lock:
+    """The process-wide lock of ``key`` (one agent's memory)."""
     lock = _LOCKS.get(key)
     if lock is None:
         lock = _LOCKS[key] = asyncio.Lock()
@@ -58,7 +85,7 @@ class TopicStore:
         self._key = ("memory", str(self.base))
 
     async def _locked(self, work: Callable[[], T]) -> T:
-        async with _lock(self._key):
+        async with keyed_lock(self._key):
             return await asyncio.to_thread(work)
 
     # What subclasses provide (blocking, called in a worker thread under the lock).
@@ -117,6 +144,9 @@ class TopicStore:
 
     async def topics(self) -> dict[str, str]:
         return await self._locked(self._load)
+
+    async def search(self, query: str, limit: int) -> list[dict[str, Any]]:
+        return keyword_rank(await self.topics(), query, limit)
 
 
 class JsonTopicStore(TopicStore):

@@ -8,7 +8,6 @@ path (a misspelt setting should not silently change nothing).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.middleware.args import MiddlewareArgs
+from neuro_san.middleware.memory_mem0 import Mem0Settings, Mem0Unavailable, mem0_settings
 
 MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
 CHECKLIST_CLASS = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
@@ -56,6 +56,10 @@ class MemorySettings:
     operations: frozenset[str]
     #: Replaces the default system-prompt text about the tool.
     preamble: str | None
+    #: The ``mem0`` backend's settings (None: a file backend).
+    mem0: Mem0Settings | None = None
+    #: ``sly_data`` in the args: mem0's user is the request's ``sly_data["user_id"]``.
+    user_from_sly_data: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +128,7 @@ def parse_studio(
         check.finish()  # only the injected sly_data, which the native class reads itself
         return DesignerValidationSettings("structure" if class_name == STRUCTURE_CLASS else "instructions")
     if class_name == MEMORY_CLASS:
-        return _memory(check)
+        return _memory(check, os.environ if env is None else env)
     if class_name == SKILLS_CLASS:
         return _skills(check)
     return _checklist(check)
@@ -215,7 +219,7 @@ def _only(check: MiddlewareArgs, block: Mapping[str, Any], known: set[str], path
             raise check.fail(f"{path}.{key}", f"unknown key (known: {', '.join(sorted(known))})")
 
 
-def _memory(check: MiddlewareArgs) -> MemorySettings:
+def _memory(check: MiddlewareArgs, env: Mapping[str, str]) -> MemorySettings:
     origin = check.get("origin_str", True, lambda v: isinstance(v, bool | str), "true or a dotted origin")
     del origin  # the namespace is the network and the agent, known here without it
     config = check.get("memory_config", {}, lambda v: isinstance(v, dict), "a dict")
@@ -226,15 +230,12 @@ def _memory(check: MiddlewareArgs) -> MemorySettings:
     if backend not in MEMORY_BACKENDS:
         known = ", ".join(MEMORY_BACKENDS)
         raise check.fail("memory_config.storage.backend", f"must be one of {known}, not {backend!r}")
+    mem0 = None
     if backend == "mem0":
-        installed = importlib.util.find_spec("mem0") is not None
-        reason = (
-            "the mem0 backend is not implemented on this server (use json_file or markdown_file)"
-            if installed
-            else "the mem0 backend needs the mem0ai package, which is not installed (and this server implements "
-            "only json_file and markdown_file)"
-        )
-        raise check.fail("memory_config.storage.backend", reason)
+        try:
+            mem0 = mem0_settings(env)
+        except Mem0Unavailable as error:
+            raise check.fail("memory_config.storage.backend", str(error)) from None
     summary = _dict(check, config, "summarization", "memory_config.summarization")
     _only(check, summary, {"max_topic_size", "model", "personalization"}, "memory_config.summarization")
     size = summary.get("max_topic_size", 0)
@@ -263,6 +264,8 @@ def _memory(check: MiddlewareArgs) -> MemorySettings:
         personalization=str(summary.get("personalization") or ""),
         operations=operations,
         preamble=preamble.strip() if isinstance(preamble, str) and preamble.strip() else None,
+        mem0=mem0,
+        user_from_sly_data="sly_data" in check.args,  # neuro-san injects it when the key is present
     )
     check.finish()
     return settings

@@ -145,7 +145,6 @@ def test_checklist_tools_update_the_next_system_prompt_and_report_progress() -> 
              "AgentNetworkDefinitionMiddleware", "args": {"typo": 1}},  # fmt: skip
             "typo",
         ),
-        (_memory(Path("/tmp"), "mem0"), "mem0"),
         ({"class": MEMORY, "args": {"memory_config": {"storage": {"backend": "json_file"}, "typo": 1}}}, "typo"),
         ({"class": CHECKLIST, "args": {"initial_checklist": [{"item": "x", "status": "later"}]}}, "status"),
     ],

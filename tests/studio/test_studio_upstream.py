@@ -38,7 +38,7 @@ STUDIO = os.environ.get("NEURO_SAN_STUDIO_PYTHON", "")
 pytestmark = pytest.mark.skipif(not STUDIO, reason="set NEURO_SAN_STUDIO_PYTHON to compare with neuro-san 0.7.12")
 
 #: Networks refused here that neuro-san serves, with the reason (docs/compatibility.md).
-_MEM0 = "the mem0 memory backend is refused without the mem0ai package (neuro-san fails at chat time)"
+_MEM0 = "the mem0 memory backend is refused without the mem0ai package or MEM0_API_KEY (neuro-san fails at chat time)"
 KNOWN: dict[str, str] = {
     "tools/persistent_memory_mem0": _MEM0,
     "industry/intranet_agents_with_memory_routing": _MEM0,
