@@ -1,16 +1,18 @@
 """JSON ⇄ protobuf for the gateway, with the choices of SPEC §5 made on purpose.
 
 Out: proto (snake_case) names, enum names, empty fields omitted, compact separators,
-UTF-8 kept as is. ``json_format`` renders every ``Struct`` number as a float, so whole
+UTF-8 kept as is; ``MessageToDict``'s dict, built by a printer compiled per type
+(gateway/transcoder/printer.py). ``json_format`` renders every ``Struct`` number as a float, so whole
 numbers inside Struct/Value/ListValue fields are turned back into ints (``10`` not
 ``10.0``). Only the places where a Struct can occur are visited: a *plan* per message
 type, computed once from the descriptors, lists the keys to follow.
 
-In: a descriptor-driven pass over the decoded JSON, before ``json_format.ParseDict``,
+In: a descriptor-driven pass over the decoded JSON, before it fills the message (by the
+compiled filler, gateway/transcoder/filler.py, or ``json_format.ParseDict``),
 which (1) accepts proto, json_name and lowerCamel keys, (2) reads enum names in any case
 or numbers, an unknown one as the enum's zero value, (3) rejects values of the wrong
-shape with the field's path. Unknown fields are ignored. ``ParseDict`` then does the
-rest; if it still fails, only a short reason and the field path reach the client, never
+shape with the field's path. Unknown fields are ignored. Filling does the rest; if
+``ParseDict`` still fails, only a short reason and the field path reach the client, never
 protobuf's dump of every field name.
 """
 
@@ -27,7 +29,9 @@ from google.protobuf.message import Message
 
 from gateway.host.errors import GatewayError, bad_request
 from gateway.host.responses import dumps
+from gateway.transcoder.filler import filler_for
 from gateway.transcoder.present_fields import add_present_fields, presence_plan
+from gateway.transcoder.printer import printer_for
 
 _STRUCT_TYPES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
@@ -188,15 +192,15 @@ class MessageCodec:
     def __init__(self, message_class: type[Message]) -> None:
         self.message_class = message_class
         descriptor = message_class.DESCRIPTOR
+        self._print = printer_for(descriptor)
+        self._fill = filler_for(descriptor)
         self._out_plan = _struct_plan(descriptor, {})
         self._in_plan = _input_plan(descriptor, {})
         self._present = presence_plan(descriptor)
 
     # ---- out -----------------------------------------------------------------------
     def to_dict(self, message: Message) -> dict[str, Any]:
-        data: dict[str, Any] = json_format.MessageToDict(
-            message, preserving_proto_field_name=True
-        )
+        data: dict[str, Any] = self._print(message)  # MessageToDict's dict, compiled per type
         if self._out_plan:
             _apply_plan(data, self._out_plan)
         if self._present:
@@ -233,6 +237,16 @@ class MessageCodec:
             raise bad_request("request body is nested too deeply", "body") from None
 
     def fill(self, data: dict[str, Any], message: Message) -> None:
+        """A normalised object into the fresh ``message``: by the compiled filler where it
+        can, else (or on any doubt) by ParseDict from scratch, with short errors."""
+        try:
+            self._fill(data, message)
+            return
+        except Exception:  # NotHere, or a value setattr refused: ParseDict has the last word
+            message.Clear()
+        self.fill_by_protobuf(data, message)
+
+    def fill_by_protobuf(self, data: dict[str, Any], message: Message) -> None:
         """ParseDict a normalised object into ``message``, with short errors."""
         try:
             json_format.ParseDict(data, message, ignore_unknown_fields=True)
