@@ -9,6 +9,8 @@ on the one loop every chat waits on. Two standard settings remove most of it:
 
 - ``gc.freeze()`` after start-up moves what start-up made (modules, classes, descriptors,
   parsed networks) to a permanent generation that collections no longer walk;
+  Frozen objects that later become garbage *in a cycle* (networks replaced by a hot reload)
+  are not collected; that is bounded by start-up's heap, paid once, not per reload;
 - a generation-0 threshold of 7,000 (10 × CPython's) collects young cycles ten times less
   often. Only garbage *in reference cycles* waits longer; everything else is freed by
   reference counting at once, so memory barely moves (S7's peak RSS was the same).
