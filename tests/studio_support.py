@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,59 @@ def serve_project(root: Path, extra_env: dict[str, str] | None = None, timeout: 
             process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@dataclass(frozen=True)
+class ChatOutcome:
+    """What a server did with one chat: ``answered`` is a final answer that is no error."""
+
+    answered: bool
+    what: str
+
+    def __str__(self) -> str:
+        return ("answered: " if self.answered else "") + self.what
+
+
+#: How neuro-san's answers say an agent failed: its ``Agent stopped due to exception …``
+#: (an LLM or middleware failure), the ``Error from <agent>: …`` its string error formatter
+#: makes of it, the ``{"error": …}`` of the json one (in ``structure`` or a code block), and
+#: the text it answers when no model of an llm_config can be made.
+_ERROR_MARKS = ("Agent stopped due to exception", '"error":', "No fully-specified LLM found")
+
+
+def _is_error(text: str, structure: Any) -> bool:
+    if isinstance(structure, dict) and "error" in structure:
+        return True
+    return text.startswith(("Error from ", "Error: ")) or any(mark in text for mark in _ERROR_MARKS)
+
+
+def chat_outcome(http_base: str, agent: str, text: str, timeout: float = 180.0) -> ChatOutcome:
+    """One MINIMAL ``streaming_chat`` over HTTP, classified; never raises for a failed chat."""
+    body = {"user_message": {"text": text}, "chat_filter": {"chat_filter_type": "MINIMAL"}}
+    request = urllib.request.Request(
+        f"{http_base}/api/v1/{agent}/streaming_chat",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read().decode(errors="replace")
+    except urllib.error.HTTPError as error:
+        return ChatOutcome(False, f"HTTP {error.code} {error.read().decode(errors='replace')[:300]}")
+    except OSError as error:
+        return ChatOutcome(False, f"no reply: {error!r}")
+    try:
+        lines = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except ValueError:
+        return ChatOutcome(False, f"not NDJSON: {raw[-300:]!r}")
+    final = lines[-1].get("response") if lines and isinstance(lines[-1], dict) else None
+    if not isinstance(final, dict):
+        return ChatOutcome(False, f"no final message: {raw[-300:]!r}")
+    said, structure = str(final.get("text") or ""), final.get("structure")
+    if final.get("type") != "AGENT_FRAMEWORK":
+        return ChatOutcome(False, f"last message is {final.get('type')}: {said[:300]!r}")
+    if _is_error(said, structure):
+        return ChatOutcome(False, f"error {said[:400]!r} {structure or ''}")
+    if not said and not structure:
+        return ChatOutcome(False, "an empty answer")
+    return ChatOutcome(True, repr(said[:200]) if said else f"structure {str(structure)[:200]}")

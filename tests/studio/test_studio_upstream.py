@@ -1,17 +1,20 @@
 """neuro-san-studio's own networks, served by neuro-san 0.7.12 and by this server from the
-same project, answer ``list``, ``function`` and ``connectivity`` alike.
+same project, answer ``list``, ``function`` and ``connectivity`` alike, and every network
+neuro-san answers a chat on, we answer too.
 
 Opt-in: it needs a virtualenv with ``neuro-san-studio`` installed (0.4.3 brings
 neuro-san 0.7.12), its python named by ``NEURO_SAN_STUDIO_PYTHON``::
 
     python3.12 -m venv /tmp/studio && /tmp/studio/bin/pip install neuro-san-studio==0.4.3
-    NEURO_SAN_STUDIO_PYTHON=/tmp/studio/bin/python .venv/bin/python -m pytest tests/test_studio_upstream.py
+    NEURO_SAN_STUDIO_PYTHON=/tmp/studio/bin/python .venv/bin/python -m pytest tests/studio/test_studio_upstream.py
 
 The project is built in a temporary directory from that installation, as a studio user
 gets one: ``ns init``, then the wheel's ``registries/``, ``coded_tools/``, ``middleware/``
 and ``skills/`` laid over it (every network studio ships). Nothing of studio's is copied
 into this repository. Both servers start in the project's root with ``ns run``'s
-environment (tests/studio_support.py).
+environment (tests/studio_support.py). For the chats, both talk to one fake LLM over real
+HTTP (tests/fakes/fake_llm.py); each side's outcome per network is written to
+``chats.txt`` in the test's temporary folder.
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.studio_support import serve_project, studio_env
+from tests.fakes.fake_llm import FakeLlmServer
+from tests.studio_support import ChatOutcome, StudioServer, chat_outcome, serve_project, studio_env
+from tests.support.fake_thread import FakeInThread
 from tests.support.servers import free_port
 
 STUDIO = os.environ.get("NEURO_SAN_STUDIO_PYTHON", "")
@@ -132,26 +139,17 @@ def _every_file_manifest(root: Path, names: list[str]) -> Path:
     return manifest
 
 
-@pytest.mark.parametrize("manifest", ["studio", "every_file"])
-def test_studio_networks_answer_as_neuro_san_0_7_12(tmp_path: Path, manifest: str) -> None:
-    root = build_project(tmp_path)
-    names = _candidates(root)
-    chosen: dict[str, str] = {}
-    if manifest == "every_file":
-        chosen["AGENT_MANIFEST_FILE"] = str(_every_file_manifest(root, names))
-    # ns run's third tier: the toolbox shipped in the neuro_san_studio package.
+def _toolbox(root: Path) -> dict[str, str]:
+    """``ns run``'s third tier: the toolbox shipped in the neuro_san_studio package."""
     where = "import os, neuro_san_studio; print(os.path.dirname(neuro_san_studio.__file__))"
     package = subprocess.run([STUDIO, "-c", where], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
-    toolbox = {"AGENT_TOOLBOX_INFO_FILE": str(Path(package) / "toolbox" / "toolbox_info.hocon"), **chosen}
-    with upstream_server(root, toolbox) as upstream:
-        theirs_list = _get(upstream, "/api/v1/list")
-        theirs = _answers(upstream, names)
-    with serve_project(root, extra_env={"OPENAI_API_KEY": "sk-studio-test", **toolbox}, timeout=120) as server:
-        ours_list = server.get("/api/v1/list")
-        ours = _answers(server.http_base, names)
-        log = server.log()
-    served = [name for name in names if theirs[f"{name} function"][0] == 200]
+    return {"AGENT_TOOLBOX_INFO_FILE": str(Path(package) / "toolbox" / "toolbox_info.hocon")}
+
+
+def _differences(theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
+    """What our list / function / connectivity answers say that neuro-san's do not."""
     differences = []
+    theirs_list, ours_list = theirs.pop("list"), ours.pop("list")
     by_name = lambda listing: sorted(listing["agents"], key=lambda a: a["agent_name"])  # noqa: E731
     ours_names = {a["agent_name"] for a in ours_list[1]["agents"]}
     theirs_names = {a["agent_name"] for a in theirs_list[1]["agents"]} - set(KNOWN)
@@ -168,7 +166,123 @@ def test_studio_networks_answer_as_neuro_san_0_7_12(tmp_path: Path, manifest: st
         name = key.split(" ")[0]
         if ours[key] != answer and name not in KNOWN:
             differences.append(f"{key}:\n  neuro-san {str(answer)[:600]}\n  ours      {str(ours[key])[:600]}")
+    return differences
+
+
+def _assert_no_differences(
+    tmp_path: Path, names: list[str], theirs: dict[str, Any], ours: dict[str, Any], log: str
+) -> None:
+    served = [name for name in names if theirs[f"{name} function"][0] == 200]
+    differences = _differences(theirs, ours)
     known = sorted(set(KNOWN) & set(served))
     report = f"{len(served)} networks served by neuro-san; known differences {known}\n" + "\n".join(differences)
     (tmp_path / "differences.txt").write_text(report + "\n\nour log:\n" + log)
     assert not differences, report + "\n\nour server's log (end):\n" + log[-6000:]
+
+
+def test_studio_manifest_networks_answer_as_neuro_san_0_7_12(tmp_path: Path) -> None:
+    """The project as ``ns init`` makes it: studio's manifest (61 networks)."""
+    root = build_project(tmp_path)
+    names = _candidates(root)
+    toolbox = _toolbox(root)
+    with upstream_server(root, toolbox) as upstream:
+        theirs = {"list": _get(upstream, "/api/v1/list"), **_answers(upstream, names)}
+    with serve_project(root, extra_env={"OPENAI_API_KEY": "sk-studio-test", **toolbox}, timeout=120) as server:
+        ours = {"list": server.get("/api/v1/list"), **_answers(server.http_base, names)}
+        log = server.log()
+    _assert_no_differences(tmp_path, names, theirs, ours, log)
+
+
+@dataclass
+class Pair:
+    """Both servers on the same project, every network file served, one fake LLM behind both."""
+
+    root: Path
+    names: list[str]
+    upstream: str
+    ours: StudioServer
+    fake: FakeLlmServer
+
+
+def _fake_llm_env(fake: FakeLlmServer, folder: Path) -> dict[str, str]:
+    """Every network of either server on ``fake``, whatever model its llm_config names.
+
+    OpenAI and Anthropic models (all studio's networks name but three local Ollama ones)
+    reach the fake through an ``AGENT_LLM_INFO_FILE`` both servers read: neuro-san 0.7.12's
+    class defaults send OpenAI models to the Responses API (the fake speaks Chat
+    Completions; ``use_responses_api: false`` is neuro-san's documented switch back, which
+    we accept and ignore) and name ``https://api.anthropic.com`` as ``anthropic_api_url``,
+    ahead of any environment variable. We read the same class defaults.
+    """
+    info = folder / "fake_llm_info.hocon"
+    classes = {
+        "openai": {"args": {"use_responses_api": False, "openai_api_base": fake.openai_base}},
+        "anthropic": {"args": {"anthropic_api_url": fake.url}},
+    }
+    info.write_text(json.dumps({"classes": classes}))
+    return {
+        "OPENAI_API_KEY": "sk-studio-test",
+        "ANTHROPIC_API_KEY": "sk-ant-studio-test",
+        "AGENT_LLM_INFO_FILE": str(info),
+    }
+
+
+@pytest.fixture(scope="module")
+def every_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """Both servers started once for the module, side by side."""
+    root = build_project(tmp_path_factory.mktemp("studio"))
+    names = _candidates(root)
+    with FakeInThread() as fake:
+        env = {"AGENT_MANIFEST_FILE": str(_every_file_manifest(root, names)), **_toolbox(root)}
+        env.update(_fake_llm_env(fake, root.parent))
+        with upstream_server(root, env) as upstream, serve_project(root, extra_env=env, timeout=120) as ours:
+            yield Pair(root, names, upstream, ours, fake)
+
+
+def test_every_studio_network_file_answers_as_neuro_san_0_7_12(every_file: Pair, tmp_path: Path) -> None:
+    """All 89 files served (studio's manifest leaves 28 out)."""
+    names, upstream, ours = every_file.names, every_file.upstream, every_file.ours
+    theirs = {"list": _get(upstream, "/api/v1/list"), **_answers(upstream, names)}
+    mine = {"list": ours.get("/api/v1/list"), **_answers(ours.http_base, names)}
+    _assert_no_differences(tmp_path, names, theirs, mine, ours.log())
+
+
+CHAT_TEXT = "Hello! Please tell me briefly what you can do."
+
+#: Networks no model that only echoes can finish, on either server: their validation
+#: middleware sends the model back until it has built a network with its tools, so both
+#: servers loop (send-back after send-back) until ``max_execution_seconds: 6000``.
+_DESIGNER_LOOP = "its validation middleware sends an echoing model back until max_execution_seconds (6000 s)"
+NOT_CHATTED: dict[str, str] = {
+    "agent_network_editor": _DESIGNER_LOOP,
+    "agent_network_instructions_editor": _DESIGNER_LOOP,
+}
+
+
+def test_every_studio_network_neuro_san_answers_we_answer(every_file: Pair, tmp_path: Path) -> None:
+    """One chat per network file on each server, on the fake LLM (it answers every model
+    call with the last user text or tool result, so the front man answers at once)."""
+    skipped = {**KNOWN, **NOT_CHATTED}
+    names = [name for name in every_file.names if name not in skipped]
+    bases = {"neuro-san": every_file.upstream, "ours": every_file.ours.http_base}
+    jobs = [(side, name) for name in names for side in bases]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        done = pool.map(lambda job: chat_outcome(bases[job[0]], job[1], CHAT_TEXT), jobs)
+        outcomes: dict[tuple[str, str], ChatOutcome] = dict(zip(jobs, done, strict=True))
+    lines, failures = [], []
+    for name in names:
+        theirs, ours = outcomes["neuro-san", name], outcomes["ours", name]
+        line = f"{name}\n  neuro-san {theirs}\n  ours      {ours}"
+        lines.append(line)
+        if theirs.answered and not ours.answered:
+            failures.append(line)
+    count = {side: sum(outcomes[side, name].answered for name in names) for side in bases}
+    not_chatted = "\n".join(f"{name}: not chatted, {reason}" for name, reason in sorted(skipped.items()))
+    summary = f"{len(names)} networks chatted; answered: neuro-san {count['neuro-san']}, ours {count['ours']}"
+    report = f"{summary}\n{not_chatted}\n\n" + "\n".join(lines)
+    (tmp_path / "chats.txt").write_text(report + "\n\nour log:\n" + every_file.ours.log())
+    assert count["neuro-san"], "neuro-san answered no chat: the fake LLM is not reached\n" + report
+    assert not failures, (
+        f"{summary}\nneuro-san answers, we do not:\n" + "\n".join(failures) + "\n\nour log (end):\n"
+        + every_file.ours.log()[-6000:]
+    )  # fmt: skip
