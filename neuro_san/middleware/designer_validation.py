@@ -147,18 +147,14 @@ def keyword_errors(network: Mapping[str, Any]) -> list[str]:
     for name, spec in network.items():
         if not isinstance(spec, Mapping):
             continue
-        description = spec.get("description")
-        if description is not None:
-            if not isinstance(description, str):
-                errors.append(f"{name} 'function.description' must be a str, got {type(description).__name__}.")
-            elif not description.strip():
-                errors.append(f"{name} 'function.description' cannot be empty.")
-        instructions = spec.get("instructions")
-        if instructions is not None:
-            if not isinstance(instructions, str):
-                errors.append(f"{name} 'instructions' must be a str, got {type(instructions).__name__}.")
-            elif not instructions.strip():
-                errors.append(f"{name} 'instructions' cannot be empty.")
+        for key, label in (("description", "function.description"), ("instructions", "instructions")):
+            value = spec.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                errors.append(f"{name} '{label}' must be a str, got {type(value).__name__}.")
+            elif not value.strip():
+                errors.append(f"{name} '{label}' cannot be empty.")
     return errors
 
 
