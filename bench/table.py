@@ -61,6 +61,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S8", "burst_workers_1.p99_ms", "S8 S5's burst on --workers 1: p99", "ms", ""),
     ("S8", "burst_workers_2.p99_ms", "S8 S5's burst on --workers 2: p99", "ms", ""),
     ("S8", "burst_p99_ratio", "S8 burst p99, workers 2 / workers 1", "×", ""),
+    ("S8", "burst_workers_2_to_http_burst", "S8 S5's burst on --workers 2 / bare aiohttp burst p99", "×", ""),
     ("S9", "http.ttft_p50_ms", "S9 stream_tokens, 16 clients, HTTP: first delta p50", "ms", ""),
     ("S9", "http.ttft_p90_ms", "S9 HTTP first delta p90", "ms", ""),
     ("S9", "http.cpu_us_per_token", "S9 HTTP server CPU per streamed token", "µs", ""),
