@@ -149,7 +149,8 @@ class FakeLlmServer:
         self.held = 0
         #: Responses handed back (any status), not counting drops and cancelled handlers.
         self.answered = 0
-        # Set once by release(); created unbound, so it works on whichever loop serves.
+        # What the holds of now wait on; release() sets it and puts a fresh one in its place.
+        # Created unbound, so it works on whichever loop serves.
         self._released = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: deque[Reply] = deque()
@@ -197,12 +198,17 @@ class FakeLlmServer:
         self._queue.extend(replies)
 
     def release(self) -> None:
-        """Let every held reply answer, and any later one at once. Callable from any thread
-        (a FakeInThread's test thread included)."""
+        """Let the replies held now answer; a hold that arrives later waits for the next
+        release (so wait for ``held`` first). Callable from any thread (a FakeInThread's
+        test thread included)."""
         if self._loop is None or self._loop.is_closed():
-            self._released.set()
+            self._open_gate()
         else:
-            self._loop.call_soon_threadsafe(self._released.set)
+            self._loop.call_soon_threadsafe(self._open_gate)
+
+    def _open_gate(self) -> None:
+        released, self._released = self._released, asyncio.Event()
+        released.set()
 
     def llm_config(self, protocol: Protocol = "openai", **extra: Any) -> dict[str, Any]:
         """An llm_config pointing a real adapter at this server."""
@@ -293,9 +299,10 @@ class FakeLlmServer:
             return await self._respond(request, recorded, reply.then or Reply.answer(recorded.last_input_text()))
         if reply.kind == "hold":
             self.held += 1
+            released = self._released
             try:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._released.wait(), reply.seconds)
+                    await asyncio.wait_for(released.wait(), reply.seconds)
             finally:
                 self.held -= 1
             return await self._respond(request, recorded, reply.then or Reply.answer(recorded.last_input_text()))
