@@ -61,17 +61,20 @@ def test_concurrency_cap_refuses_at_once() -> None:
 
 def test_sigterm_drains_in_flight_chats_and_refuses_new_ones() -> None:
     with FakeInThread() as fake:
-        fake.enqueue(Reply.stall(1.0, then=Reply.answer("finished while draining")))
+        # The in-flight chat's LLM reply is held until the drain has been checked, so the
+        # checks cannot race the chat's end (20 s at most, against a hang).
+        fake.enqueue(Reply.hold(Reply.answer("finished while draining"), seconds=20))
         with start_server(env=override_env(fake)) as server:
             results: list[object] = []
             thread = _chat_in_thread(server.grpc_target, results)
-            deadline = time.monotonic() + 5
-            while not fake.requests and time.monotonic() < deadline:
+            deadline = time.monotonic() + 10
+            while fake.held == 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
+            assert fake.held == 1
             with grpc.insecure_channel(server.grpc_target) as channel:
                 health = health_pb2_grpc.HealthStub(channel)
                 server.process.send_signal(15)
-                deadline = time.monotonic() + 3
+                deadline = time.monotonic() + 10
                 status = None
                 while time.monotonic() < deadline:
                     try:
@@ -84,6 +87,8 @@ def test_sigterm_drains_in_flight_chats_and_refuses_new_ones() -> None:
                 with pytest.raises(grpc.RpcError) as info:
                     calls.streaming_chat(channel, "echo", calls.chat_request("too late"))
                 assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert (fake.held, results) == (1, []), "the chat must still be in flight while draining"
+            fake.release()
             thread.join(10)
             assert results == ["finished while draining"]
             assert server.process.wait(10) == 0

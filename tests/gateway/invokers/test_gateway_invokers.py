@@ -57,18 +57,22 @@ def test_admission_cap_is_503_at_once(invoker: str) -> None:
 
 def test_sigterm_drains_http_chats_and_refuses_new_ones(invoker: str) -> None:
     with FakeInThread() as fake:
-        fake.enqueue(LlmReply.stall(1.5, then=LlmReply.answer("finished while draining")))
+        # The in-flight chat's LLM reply is held until the drain has been checked, so the
+        # checks cannot race the chat's end (20 s at most, against a hang).
+        fake.enqueue(LlmReply.hold(LlmReply.answer("finished while draining"), seconds=20))
         with start_server(env={**override_env(fake), **invoker_env(invoker)}, http=True) as server:
             port = server.http_port
             results: list[Reply] = []
             thread = _chat_in_thread(port, results)
-            assert wait_for(lambda: bool(fake.requests), timeout=5)
+            assert wait_for(lambda: fake.held == 1, timeout=10)
             server.process.send_signal(15)
-            assert wait_for(lambda: call(port, "GET", "/readyz").status == 503, timeout=3)
+            assert wait_for(lambda: call(port, "GET", "/readyz").status == 503, timeout=10)
             # In process the probe reads the draining health service (NOT_SERVING); through
             # gRPC the stopping server already refuses the probe's call (UNREACHABLE).
             assert call(port, "GET", "/readyz").json()["serving_status"] in ("NOT_SERVING", "UNREACHABLE")
             assert_status(chat(port, "echo", "too late"), 503, 14)
+            assert (fake.held, results) == (1, []), "the chat must still be in flight while draining"
+            fake.release()
             thread.join(10)
             assert [_last_text(reply) for reply in results] == ["finished while draining"]
             assert server.process.wait(10) == 0
