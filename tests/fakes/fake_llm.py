@@ -19,6 +19,11 @@ Connections are counted (:attr:`FakeLlmServer.connections_opened` / ``_closed``)
 handler whose client went away is cancelled and counted (``handlers_cancelled``), so a
 test can prove that cancelling a request really dropped its connection.
 
+A :meth:`Reply.hold` keeps its request unanswered until :meth:`FakeLlmServer.release`
+(from any thread); ``held`` counts the requests waiting there and ``answered`` the
+responses handed back, so a test can check state "while the LLM call is still in flight"
+instead of timing it.
+
 As a process, for benchmarks::
 
     python -m tests.fakes.fake_llm --port 8888 --latency-ms 50
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import signal
@@ -139,6 +145,14 @@ class FakeLlmServer:
         self.handlers_cancelled = 0
         #: Connections closed by a scripted :meth:`Reply.drop`.
         self.connections_dropped = 0
+        #: Requests waiting in a :meth:`Reply.hold` right now.
+        self.held = 0
+        #: Responses handed back (any status), not counting drops and cancelled handlers.
+        self.answered = 0
+        # What the holds of now wait on; release() sets it and puts a fresh one in its place.
+        # Created unbound, so it works on whichever loop serves.
+        self._released = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
         self._runner: web.ServerRunner | None = None
@@ -146,6 +160,7 @@ class FakeLlmServer:
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> FakeLlmServer:
+        self._loop = asyncio.get_running_loop()
         self._runner = web.ServerRunner(_CountingServer(self._handle, self), shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -181,6 +196,19 @@ class FakeLlmServer:
     def enqueue(self, *replies: Reply) -> None:
         """Answer the next requests with ``replies``, in order."""
         self._queue.extend(replies)
+
+    def release(self) -> None:
+        """Let the replies held now answer; a hold that arrives later waits for the next
+        release (so wait for ``held`` first). Callable from any thread (a FakeInThread's
+        test thread included)."""
+        if self._loop is None or self._loop.is_closed():
+            self._open_gate()
+        else:
+            self._loop.call_soon_threadsafe(self._open_gate)
+
+    def _open_gate(self) -> None:
+        released, self._released = self._released, asyncio.Event()
+        released.set()
 
     def llm_config(self, protocol: Protocol = "openai", **extra: Any) -> dict[str, Any]:
         """An llm_config pointing a real adapter at this server."""
@@ -243,7 +271,9 @@ class FakeLlmServer:
         try:
             if self.latency:
                 await asyncio.sleep(self.latency)
-            return await self._respond(request, recorded, self._next_reply(recorded))
+            response = await self._respond(request, recorded, self._next_reply(recorded))
+            self.answered += 1
+            return response
         except _Dropped:
             self.connections_dropped += 1
             if request.transport is not None:
@@ -266,6 +296,15 @@ class FakeLlmServer:
     async def _respond(self, request: web.BaseRequest, recorded: RecordedRequest, reply: Reply) -> web.StreamResponse:
         if reply.kind == "stall":
             await asyncio.sleep(reply.seconds)
+            return await self._respond(request, recorded, reply.then or Reply.answer(recorded.last_input_text()))
+        if reply.kind == "hold":
+            self.held += 1
+            released = self._released
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(released.wait(), reply.seconds)
+            finally:
+                self.held -= 1
             return await self._respond(request, recorded, reply.then or Reply.answer(recorded.last_input_text()))
         if reply.kind == "drop":
             raise _Dropped

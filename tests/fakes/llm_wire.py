@@ -28,7 +28,7 @@ class FakeToolCall:
 class Reply:
     """One scripted answer. Build with the class methods."""
 
-    kind: Literal["answer", "error", "garbage", "drop", "stall"] = "answer"
+    kind: Literal["answer", "error", "garbage", "drop", "stall", "hold"] = "answer"
     text: str = ""
     tool_calls: tuple[FakeToolCall, ...] = ()
     status: int = 200
@@ -69,6 +69,14 @@ class Reply:
     def stall(cls, seconds: float, then: Reply | None = None) -> Reply:
         """Wait ``seconds`` (the client may give up first), then answer ``then`` (or echo)."""
         return cls(kind="stall", seconds=seconds, then=then)
+
+    @classmethod
+    def hold(cls, then: Reply | None = None, *, seconds: float = 60.0) -> Reply:
+        """Wait until the test calls ``FakeLlmServer.release()``, then answer ``then`` (or
+        echo). ``seconds`` is only a safety valve so that a broken test ends: a test proves
+        "X happened before the LLM answered" by checking X while the reply is still held,
+        which no machine speed can change (a timed stall would be a race)."""
+        return cls(kind="hold", seconds=seconds, then=then)
 
 
 def text_of(content: Any) -> str:

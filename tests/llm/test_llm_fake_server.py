@@ -51,6 +51,24 @@ def test_queue_wins_over_rule_and_rule_over_echo() -> None:
     run_with_fake_llm(body, rule=echo_rule("ruled: "))
 
 
+def test_a_held_reply_answers_only_when_released_and_release_rearms() -> None:
+    async def body(fake: FakeLlmServer) -> None:
+        factory = LlmFactory(env={}, pool=HttpPool())
+        model = factory.create(fake.llm_config())
+        for text in ("first", "second"):  # the second hold waits for a second release
+            fake.enqueue(Reply.hold(Reply.answer("released " + text)))
+            call = asyncio.create_task(model.complete([LlmMessage("user", text)], []))
+            assert await fake.wait_for(lambda: fake.held == 1, within=10.0)
+            await asyncio.sleep(0.05)  # a chance to answer, which a held reply must not take
+            assert not call.done() and fake.answered == ("first", "second").index(text)
+            fake.release()
+            assert (await call).text == "released " + text
+            assert fake.held == 0
+        await factory.aclose()
+
+    run_with_fake_llm(body)
+
+
 def test_latency_is_applied() -> None:
     async def body(fake: FakeLlmServer) -> None:
         factory = LlmFactory(env={}, pool=HttpPool())

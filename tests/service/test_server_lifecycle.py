@@ -33,21 +33,26 @@ def _chat_in_thread(target: str, results: list[object], text: str = "slow") -> t
 
 def test_concurrency_cap_refuses_at_once() -> None:
     with FakeInThread() as fake:
-        fake.enqueue(Reply.stall(1.0, then=Reply.answer("first done")))
+        # The first chat's LLM reply is held until released (20 s at most, so a broken
+        # server that queues the second chat ends the test instead of hanging it).
+        fake.enqueue(Reply.hold(Reply.answer("first done"), seconds=20))
         env = {**override_env(fake), "AGENT_MAX_CONCURRENT_REQUESTS": "1"}
         with start_server(env=env) as server:
             results: list[object] = []
             thread = _chat_in_thread(server.grpc_target, results)
-            deadline = time.monotonic() + 5
-            while not fake.requests and time.monotonic() < deadline:
+            deadline = time.monotonic() + 10
+            while fake.held == 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
+            assert fake.held == 1
             with grpc.insecure_channel(server.grpc_target) as channel:
-                started = time.monotonic()
                 with pytest.raises(grpc.RpcError) as info:
                     calls.streaming_chat(channel, "echo", calls.chat_request("second"))
-                assert time.monotonic() - started < 0.5, "refused at once, not queued"
+                # Refused at once, not queued: the refusal came while the first chat was
+                # still in flight (its LLM call still held), which no machine speed changes.
+                assert (fake.held, fake.answered, results) == (1, 0, []), "refused at once, not queued"
                 assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert "AGENT_MAX_CONCURRENT_REQUESTS" in info.value.details()
+            fake.release()
             thread.join(10)
             assert results == ["first done"]
             with grpc.insecure_channel(server.grpc_target) as channel:  # a place is free again
@@ -56,17 +61,20 @@ def test_concurrency_cap_refuses_at_once() -> None:
 
 def test_sigterm_drains_in_flight_chats_and_refuses_new_ones() -> None:
     with FakeInThread() as fake:
-        fake.enqueue(Reply.stall(1.0, then=Reply.answer("finished while draining")))
+        # The in-flight chat's LLM reply is held until the drain has been checked, so the
+        # checks cannot race the chat's end (20 s at most, against a hang).
+        fake.enqueue(Reply.hold(Reply.answer("finished while draining"), seconds=20))
         with start_server(env=override_env(fake)) as server:
             results: list[object] = []
             thread = _chat_in_thread(server.grpc_target, results)
-            deadline = time.monotonic() + 5
-            while not fake.requests and time.monotonic() < deadline:
+            deadline = time.monotonic() + 10
+            while fake.held == 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
+            assert fake.held == 1
             with grpc.insecure_channel(server.grpc_target) as channel:
                 health = health_pb2_grpc.HealthStub(channel)
                 server.process.send_signal(15)
-                deadline = time.monotonic() + 3
+                deadline = time.monotonic() + 10
                 status = None
                 while time.monotonic() < deadline:
                     try:
@@ -79,6 +87,8 @@ def test_sigterm_drains_in_flight_chats_and_refuses_new_ones() -> None:
                 with pytest.raises(grpc.RpcError) as info:
                     calls.streaming_chat(channel, "echo", calls.chat_request("too late"))
                 assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert (fake.held, results) == (1, []), "the chat must still be in flight while draining"
+            fake.release()
             thread.join(10)
             assert results == ["finished while draining"]
             assert server.process.wait(10) == 0

@@ -4,7 +4,6 @@ reason when not implemented (never accepted and ignored), and event invocation."
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -65,16 +64,24 @@ def test_event_invocation_acknowledges_at_once_and_works_in_the_background() -> 
         function = {"description": "d", "invocation": {"invocation_type": "event"}}
         front = {"name": "front", "instructions": "x", "function": function}
         host, factory = make_host({"net": {"llm_config": fake.llm_config(), "tools": [front]}})
-        fake.enqueue(Reply.stall(0.5, Reply.answer("worked")))
-        started = time.monotonic()
+        # The LLM answers only when released: an ack that waited for the work could not come.
+        fake.enqueue(Reply.hold(Reply.answer("worked"), seconds=20))
+        before = asyncio.all_tasks()
         [ack] = await run_chat(host, "net", "do it")
+        background = asyncio.all_tasks() - before  # the work the ack left running
         assert (ack.type, ack.text) == (MessageType.AGENT_FRAMEWORK, "Event acknowledged")
-        assert time.monotonic() - started < 0.4
-        assert await fake.wait_for(lambda: fake.request_count == 1, 2.0)
-        # MAXIMAL is an ordinary chat.
+        assert fake.answered == 0 and background
+        # The work goes on: its LLM call arrives and waits on the fake...
+        assert await fake.wait_for(lambda: fake.held == 1, 10.0)
+        assert not any(task.done() for task in background)
+        # ...meanwhile, MAXIMAL is an ordinary chat.
         messages = await run_chat(host, "net", "again", maximal=True)
         assert messages[-1].text == "again"
-        await asyncio.sleep(0.6)  # let the background work finish before the fake stops
+        fake.release()
+        done, pending = await asyncio.wait(background, timeout=10.0)
+        assert not pending
+        assert [task.result().text for task in done] == ["worked"]
+        assert fake.answered == 2
         await factory.aclose()
 
     run_with_fake_llm(body)

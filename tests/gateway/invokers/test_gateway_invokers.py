@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -36,17 +35,21 @@ def _last_text(reply: Reply) -> str:
 
 def test_admission_cap_is_503_at_once(invoker: str) -> None:
     with FakeInThread() as fake:
-        fake.enqueue(LlmReply.stall(1.0, then=LlmReply.answer("first done")))
+        # The first chat's LLM reply is held until released (20 s at most, so a broken
+        # server that queues the second chat ends the test instead of hanging it).
+        fake.enqueue(LlmReply.hold(LlmReply.answer("first done"), seconds=20))
         env = {**override_env(fake), "AGENT_MAX_CONCURRENT_REQUESTS": "1", **invoker_env(invoker)}
         with start_server(env=env, http=True) as server:
             results: list[Reply] = []
             thread = _chat_in_thread(server.http_port, results)
-            assert wait_for(lambda: bool(fake.requests), timeout=5)
-            started = time.monotonic()
+            assert wait_for(lambda: fake.held == 1, timeout=10)
             refused = chat(server.http_port, "echo", "second")
-            assert time.monotonic() - started < 0.5, "refused at once, not queued"
+            # Refused at once, not queued: the refusal came while the first chat was still
+            # in flight (its LLM call still held), which no machine speed changes.
+            assert (fake.held, fake.answered, results) == (1, 0, []), "refused at once, not queued"
             status = assert_status(refused, 503, 8)
             assert "AGENT_MAX_CONCURRENT_REQUESTS" in status["message"]
+            fake.release()
             thread.join(10)
             assert [_last_text(reply) for reply in results] == ["first done"]
             assert _last_text(chat(server.http_port, "echo", "third")) == "third"
@@ -54,18 +57,22 @@ def test_admission_cap_is_503_at_once(invoker: str) -> None:
 
 def test_sigterm_drains_http_chats_and_refuses_new_ones(invoker: str) -> None:
     with FakeInThread() as fake:
-        fake.enqueue(LlmReply.stall(1.5, then=LlmReply.answer("finished while draining")))
+        # The in-flight chat's LLM reply is held until the drain has been checked, so the
+        # checks cannot race the chat's end (20 s at most, against a hang).
+        fake.enqueue(LlmReply.hold(LlmReply.answer("finished while draining"), seconds=20))
         with start_server(env={**override_env(fake), **invoker_env(invoker)}, http=True) as server:
             port = server.http_port
             results: list[Reply] = []
             thread = _chat_in_thread(port, results)
-            assert wait_for(lambda: bool(fake.requests), timeout=5)
+            assert wait_for(lambda: fake.held == 1, timeout=10)
             server.process.send_signal(15)
-            assert wait_for(lambda: call(port, "GET", "/readyz").status == 503, timeout=3)
+            assert wait_for(lambda: call(port, "GET", "/readyz").status == 503, timeout=10)
             # In process the probe reads the draining health service (NOT_SERVING); through
             # gRPC the stopping server already refuses the probe's call (UNREACHABLE).
             assert call(port, "GET", "/readyz").json()["serving_status"] in ("NOT_SERVING", "UNREACHABLE")
             assert_status(chat(port, "echo", "too late"), 503, 14)
+            assert (fake.held, results) == (1, []), "the chat must still be in flight while draining"
+            fake.release()
             thread.join(10)
             assert [_last_text(reply) for reply in results] == ["finished while draining"]
             assert server.process.wait(10) == 0
