@@ -26,6 +26,7 @@ import aiohttp
 import grpc
 import httpx
 import pytest
+import redis.asyncio as aioredis
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
@@ -44,6 +45,7 @@ from a2a.types import (
 from a2a.utils.errors import InvalidParamsError
 from aiohttp import web
 
+from gateway.state.redis_state import PREFIX as REDIS_PREFIX
 from tests.a2a_support import send, user_message
 from tests.fakes.fake_llm import FakeLlmServer, RecordedRequest, Reply
 from tests.support import grpc_calls as calls
@@ -255,6 +257,50 @@ def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: t
         assert answer.status_code == 200, answer.text
         assert answer.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "is back" in running.replicas[0].log()
+
+
+def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[FakeLlmServer, Cluster]) -> None:
+    """Redis restarted without persistence has lost every replica's lease; each live replica
+    writes its own back at its next beat (within a third of a lease). Meanwhile the others
+    must not fail its tasks as a dead replica's. They did: a task started just after a
+    restart could end FAILED, written by another replica, its webhook never told COMPLETED
+    (the push test below runs just after this module's restart of Redis). Here the leases
+    are deleted again and again for a quarter of a lease while a task runs on r0, and the
+    task is read on r1 and r2 meanwhile."""
+    fake, running = rig
+    r0, r1, r2 = _bases(running)
+
+    async def scenario() -> None:
+        before = fake.request_count
+        async with client_for(r0, True) as c0, client_for(r1, False) as c1, client_for(r2, False) as c2:
+            stream = c0.send_message(SendMessageRequest(message=user_message("slow: outlive the leases")))
+            task_id = ""
+            async for event in stream:
+                if event.HasField("task"):
+                    task_id = event.task.id
+                if event.HasField("status_update"):
+                    break  # working
+            assert await _until(lambda: fake.request_count > before), "the LLM call never started"
+            leases = aioredis.from_url(running.redis.url)
+            seen: list[TaskState] = []
+            try:
+                until = time.monotonic() + LEASE / 4
+                while time.monotonic() < until:
+                    for key in await leases.keys(f"{REDIS_PREFIX}replica:*"):
+                        await leases.delete(key)  # as a restart does; the owner writes its own back
+                    for client in (c1, c2):  # reading a task looks whether its replica lives
+                        seen.append((await client.get_task(GetTaskRequest(id=task_id))).status.state)
+            finally:
+                await leases.aclose()
+            await asyncio.sleep(LEASE)  # the replicas' own reapers have looked too (every half lease)
+            seen.append((await c1.get_task(GetTaskRequest(id=task_id))).status.state)
+            assert set(seen) == {TaskState.TASK_STATE_WORKING}, [TaskState.Name(s) for s in seen]
+            cancelled = await c2.cancel_task(CancelTaskRequest(id=task_id))
+            assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+            await stream.aclose()  # type: ignore[attr-defined]
+        assert "stopped before it ended" not in "".join(r.log() for r in running.replicas)
+
+    asyncio.run(scenario())
 
 
 class Receiver:
