@@ -333,12 +333,12 @@ class Receiver:
         await self.runner.cleanup()
 
     def delivered_states(self) -> list[str]:
-        states = []
-        for status, _, body in self.posts:
-            found = body.get("statusUpdate", body.get("task", {})).get("status", {}).get("state")
-            if status == 200 and found:
-                states.append(found)
-        return states
+        return [state for status, state in self.summary() if status == 200 and state]
+
+    def summary(self) -> list[tuple[int, str | None]]:
+        """Each post's answer and the task state it told (None: an artifact), for failure messages."""
+        return [(status, body.get("statusUpdate", body.get("task", {})).get("status", {}).get("state"))
+                for status, _, body in self.posts]
 
 
 def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
@@ -355,7 +355,8 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
                 message=user_message("push me"), configuration=SendMessageConfiguration(
                     task_push_notification_config=hook)))]
             task = events[-1].task
-            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states())
+            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), \
+                (TaskState.Name(task.status.state), receiver.summary())
             assert [p[0] for p in receiver.posts[:3]] == [503, 503, 200]  # retried after its 5xx
             assert {p[1].get("X-A2A-Notification-Token") for p in receiver.posts} == {"tok-1"}
             states = receiver.delivered_states()
@@ -388,6 +389,58 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
             listed = await c1.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=task.id))
             assert list(listed.configs) == []
+
+    asyncio.run(scenario())
+
+
+class PausingReceiver(Receiver):
+    """Holds its first post until ``release`` is set, then pauses ``redis`` (SIGSTOP) for
+    ``pause`` seconds and answers that post 503: the sender's retry finds Redis silent."""
+
+    def __init__(self, redis_pid: int, pause: float) -> None:
+        super().__init__(failures=1)
+        self.redis_pid, self.pause = redis_pid, pause
+        self.release = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if not self.posts:
+            await self.release.wait()
+            os.kill(self.redis_pid, signal.SIGSTOP)
+            asyncio.get_running_loop().call_later(self.pause, os.kill, self.redis_pid, signal.SIGCONT)
+        return await super().handle(request)
+
+
+def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifications(
+    rig: tuple[FakeLlmServer, Cluster],
+) -> None:
+    """The sender re-reads the configurations (in Redis) before each attempt. A read that
+    failed (Redis silent past its socket timeout) stopped the task's delivery for good: the
+    events queued behind, COMPLETED among them, were dropped. Now it is a failed attempt,
+    retried as a 5xx is, and the events behind it are sent. Redis is paused (not stopped:
+    the configurations must survive) for longer than the client's socket timeout, after
+    the task has ended and while its first notification waits for its answer."""
+    _, running = rig
+    r0 = running.replicas[0].http_base
+    assert running.redis.process is not None
+    pid = running.redis.process.pid
+
+    async def scenario() -> None:
+        receiver = PausingReceiver(pid, pause=2.5)
+        async with receiver, client_for(r0, False) as c0:
+            try:
+                hook = TaskPushNotificationConfig(url=receiver.url)
+                events = [e async for e in c0.send_message(SendMessageRequest(
+                    message=user_message("push me through a pause"), configuration=SendMessageConfiguration(
+                        task_push_notification_config=hook)))]
+                assert events[-1].task.status.state == TaskState.TASK_STATE_COMPLETED
+                receiver.release.set()  # every event of the task is queued on r0 by now
+                # The retries' backoffs (0.25 + 0.5 + 1 + 2 s) outlast the pause; each failed read took 1 s.
+                assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), receiver.summary()
+                states = receiver.delivered_states()
+                assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED"
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        assert "was not sent" not in running.replicas[0].log()
 
     asyncio.run(scenario())
 
