@@ -17,8 +17,10 @@ their delivery with retries.
   without credentials, and with a signing key, a signed JWT instead (:mod:`push_signing`).
   A 5xx, 408, 429 or a connection failure is retried with exponential backoff
   (:data:`ATTEMPTS` attempts); any other 4xx is final. Each attempt re-reads the
-  configurations, so deleting one stops its deliveries, retries included. Delivery runs
-  beside the task, never delaying it.
+  configurations, so deleting one stops its deliveries, retries included; configurations
+  that cannot be read (Redis away) count as a failed attempt, retried the same way. An
+  event that cannot be sent is given up alone: the task's next events (its final state)
+  are still sent. Delivery runs beside the task, never delaying it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 
 from gateway.a2a.tasks import resolve_owner
+from gateway.state import StateUnavailable
 
 if TYPE_CHECKING:
     from gateway.state.redis_state import RedisState  # imports redis: only with AGENT_REDIS_URL
@@ -54,6 +57,11 @@ MAX_BACKOFF_SECONDS = 8.0
 #: Events waiting for delivery per task; beyond it the oldest waiting one is dropped.
 MAX_QUEUED_PER_TASK = 256
 _RETRIED = frozenset({408, 429})
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (1, 2, …)."""
+    return min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** (attempt - 1))
 
 async def check_url(policy: PushUrlPolicy, url: str) -> bool:
     """The SDK's validator: raises InvalidParamsError saying why a URL is refused."""
@@ -131,14 +139,31 @@ class RetryingPushSender(PushNotificationSender):
         try:
             while not queue.empty():
                 event = queue.get_nowait()
-                body = json.dumps(MessageToDict(to_stream_response(event))).encode()
-                configs = await self._store.get_info_for_dispatch(task_id)
-                await asyncio.gather(*(self._deliver(task_id, config.id, body) for config in configs))
-        except Exception:  # best effort, as the SDK asks: never disturb the task
-            log.exception("push notifications for task %s stopped", task_id)
+                try:
+                    await self._deliver_event(task_id, event)
+                except Exception:  # best effort, as the SDK asks: never disturb the task,
+                    # and never drop the events queued behind this one (the final state among them)
+                    log.exception("a push notification for task %s was not sent", task_id)
         finally:
             if self._queues.get(task_id) is queue:
                 del self._queues[task_id]
+
+    async def _deliver_event(self, task_id: str, event: PushNotificationEvent) -> None:
+        body = json.dumps(MessageToDict(to_stream_response(event))).encode()
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                configs = await self._store.get_info_for_dispatch(task_id)
+                break
+            except StateUnavailable as error:  # Redis away: a failed attempt, as a 5xx is
+                if attempt == ATTEMPTS:
+                    log.warning("push notification for task %s given up: %s", task_id, error)
+                    return
+                await asyncio.sleep(_backoff(attempt))
+        outcomes = await asyncio.gather(*(self._deliver(task_id, config.id, body) for config in configs),
+                                        return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                log.error("push notification for task %s failed", task_id, exc_info=outcome)
 
     async def _current(self, task_id: str, config_id: str) -> TaskPushNotificationConfig | None:
         for config in await self._store.get_info_for_dispatch(task_id):
@@ -147,41 +172,51 @@ class RetryingPushSender(PushNotificationSender):
         return None
 
     async def _deliver(self, task_id: str, config_id: str, body: bytes) -> None:
-        backoff = FIRST_BACKOFF_SECONDS
+        where = config_id  # its URL once read
         for attempt in range(1, ATTEMPTS + 1):
-            config = await self._current(task_id, config_id)  # deleted: stop, retries included
-            if config is None:
-                return
-            reason = await self._policy.why_refused(config.url)  # resolved again: DNS may have moved
-            if reason is not None:
-                log.warning("push notification for task %s not sent: %s", task_id, reason)
-                return
-            headers = {"Content-Type": "application/json"}
-            if config.token:
-                headers[TOKEN_HEADER] = config.token
-            if config.HasField("authentication") and config.authentication.credentials:
-                headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
-            elif self._signer is not None:  # signed for this URL and this exact body
-                headers["Authorization"] = f"Bearer {self._signer.token(config.url, body, task_id)}"
             try:
-                response = await self._client.post(config.url, content=body, headers=headers)
-                if response.status_code < 300:
+                config = await self._current(task_id, config_id)  # deleted: stop, retries included
+            except StateUnavailable as error:  # Redis away: a failed attempt, retried as a 5xx is
+                problem: str | None = str(error)
+            else:
+                if config is None:
                     return
-                if response.status_code < 500 and response.status_code not in _RETRIED:
-                    log.warning("push notification for task %s refused by %s: HTTP %d", task_id,
-                                config.url, response.status_code)
+                where = config.url
+                problem = await self._post(task_id, config, body)
+                if problem is None:
                     return
-                problem = f"HTTP {response.status_code}"
-            except httpx.HTTPError as error:
-                problem = f"{type(error).__name__}: {error}"
             if attempt < ATTEMPTS:
                 log.info("push notification for task %s to %s failed (%s); retry in %.2f s", task_id,
-                         config.url, problem, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
+                         where, problem, _backoff(attempt))
+                await asyncio.sleep(_backoff(attempt))
             else:
                 log.warning("push notification for task %s to %s given up after %d attempts (%s)", task_id,
-                            config.url, ATTEMPTS, problem)
+                            where, ATTEMPTS, problem)
+
+    async def _post(self, task_id: str, config: TaskPushNotificationConfig, body: bytes) -> str | None:
+        """One attempt: None when it is over (delivered, or refused for good), else why to retry."""
+        reason = await self._policy.why_refused(config.url)  # resolved again: DNS may have moved
+        if reason is not None:
+            log.warning("push notification for task %s not sent: %s", task_id, reason)
+            return None
+        headers = {"Content-Type": "application/json"}
+        if config.token:
+            headers[TOKEN_HEADER] = config.token
+        if config.HasField("authentication") and config.authentication.credentials:
+            headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
+        elif self._signer is not None:  # signed for this URL and this exact body
+            headers["Authorization"] = f"Bearer {self._signer.token(config.url, body, task_id)}"
+        try:
+            response = await self._client.post(config.url, content=body, headers=headers)
+        except httpx.HTTPError as error:
+            return f"{type(error).__name__}: {error}"
+        if response.status_code < 300:
+            return None
+        if response.status_code < 500 and response.status_code not in _RETRIED:
+            log.warning("push notification for task %s refused by %s: HTTP %d", task_id, config.url,
+                        response.status_code)
+            return None
+        return f"HTTP {response.status_code}"
 
     async def close(self) -> None:
         for worker in list(self._workers):

@@ -16,7 +16,10 @@ that did not run the task). These are their Redis implementations:
 - the tasks in progress are listed in ``a2a:running`` with the replica running each; a
   task whose replica lost its lease (died) is failed, with the reason, by the first
   replica that notices (every replica looks every half lease; reading or tailing the
-  task looks too).
+  task looks too). A lease found missing is not yet a death: a Redis restarted without
+  persistence has lost every lease, and each live replica writes its own back only at its
+  next beat; so a replica is dead once its lease has stayed missing for a whole lease
+  (:meth:`RedisTaskStore._replica_dead`).
 
 Without ``AGENT_REDIS_URL`` the tasks stay in memory (:mod:`gateway.a2a.tasks`).
 """
@@ -137,6 +140,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         self._ttl_ms = int(1000 * (ttl_seconds or StateSettings.from_env().task_ttl_seconds))
         self._save = self.redis.register_script(_SAVE)
         self._reaper: asyncio.Task[None] | None = None
+        #: Replica id -> when this replica first found its lease missing (monotonic seconds).
+        self._missing_since: dict[str, float] = {}
         #: Told of a task this replica failed for a dead one (the push notifications).
         self.push_sender: PushNotificationSender | None = None
 
@@ -266,9 +271,20 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         if entry is None:
             return None
         replica, _, owner = entry.decode().partition("\n")
-        if replica == self.state.replica_id or await self._guard(self.state.replica_alive(replica)):
+        if replica == self.state.replica_id or not await self._replica_dead(replica):
             return None
         return await self._reap(task_id, owner, replica)
+
+    async def _replica_dead(self, replica: str) -> bool:
+        """Whether ``replica``'s lease has been missing for a whole lease. Missing at one look
+        is not enough: after a Redis restart (no persistence) every lease is gone until its
+        replica's next beat, a third of a lease later, and taking the replicas for dead then
+        failed their live tasks (their webhooks told FAILED, never COMPLETED)."""
+        if await self._guard(self.state.replica_alive(replica)):
+            self._missing_since.pop(replica, None)
+            return False
+        now = time.monotonic()
+        return now - self._missing_since.setdefault(replica, now) >= self.state.lease_seconds
 
     async def _reap(self, task_id: str, owner: str, replica: str) -> StoredTask | None:
         found = await self._read(task_id)
@@ -306,13 +322,15 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
             await asyncio.sleep(self.state.lease_seconds / 2)
             try:
                 entries = await self._guard(self.redis.hgetall(_RUNNING))
-                alive: dict[str, bool] = {self.state.replica_id: True}
+                dead: dict[str, bool] = {self.state.replica_id: False}
                 for raw_id, raw_entry in entries.items():
                     replica, _, owner = raw_entry.decode().partition("\n")
-                    if replica not in alive:
-                        alive[replica] = await self._guard(self.state.replica_alive(replica))
-                    if not alive[replica]:
+                    if replica not in dead:
+                        dead[replica] = await self._replica_dead(replica)
+                    if dead[replica]:
                         await self._reap(raw_id.decode(), owner, replica)
+                for gone in set(self._missing_since) - set(dead):  # no task of theirs is left to reap
+                    del self._missing_since[gone]
             except InternalError:
                 continue  # Redis is away: logged; look again later
             except REDIS_ERRORS as error:  # a pipeline error the guard did not see

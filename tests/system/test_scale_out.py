@@ -26,6 +26,7 @@ import aiohttp
 import grpc
 import httpx
 import pytest
+import redis.asyncio as aioredis
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
@@ -44,6 +45,7 @@ from a2a.types import (
 from a2a.utils.errors import InvalidParamsError
 from aiohttp import web
 
+from gateway.state.redis_state import PREFIX as REDIS_PREFIX
 from tests.a2a_support import send, user_message
 from tests.fakes.fake_llm import FakeLlmServer, RecordedRequest, Reply
 from tests.support import grpc_calls as calls
@@ -257,6 +259,50 @@ def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: t
     assert "is back" in running.replicas[0].log()
 
 
+def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[FakeLlmServer, Cluster]) -> None:
+    """Redis restarted without persistence has lost every replica's lease; each live replica
+    writes its own back at its next beat (within a third of a lease). Meanwhile the others
+    must not fail its tasks as a dead replica's. They did: a task started just after a
+    restart could end FAILED, written by another replica, its webhook never told COMPLETED
+    (the push test below runs just after this module's restart of Redis). Here the leases
+    are deleted again and again for a quarter of a lease while a task runs on r0, and the
+    task is read on r1 and r2 meanwhile."""
+    fake, running = rig
+    r0, r1, r2 = _bases(running)
+
+    async def scenario() -> None:
+        before = fake.request_count
+        async with client_for(r0, True) as c0, client_for(r1, False) as c1, client_for(r2, False) as c2:
+            stream = c0.send_message(SendMessageRequest(message=user_message("slow: outlive the leases")))
+            task_id = ""
+            async for event in stream:
+                if event.HasField("task"):
+                    task_id = event.task.id
+                if event.HasField("status_update"):
+                    break  # working
+            assert await _until(lambda: fake.request_count > before), "the LLM call never started"
+            leases = aioredis.from_url(running.redis.url)
+            seen: list[TaskState] = []
+            try:
+                until = time.monotonic() + LEASE / 4
+                while time.monotonic() < until:
+                    for key in await leases.keys(f"{REDIS_PREFIX}replica:*"):
+                        await leases.delete(key)  # as a restart does; the owner writes its own back
+                    for client in (c1, c2):  # reading a task looks whether its replica lives
+                        seen.append((await client.get_task(GetTaskRequest(id=task_id))).status.state)
+            finally:
+                await leases.aclose()
+            await asyncio.sleep(LEASE)  # the replicas' own reapers have looked too (every half lease)
+            seen.append((await c1.get_task(GetTaskRequest(id=task_id))).status.state)
+            assert set(seen) == {TaskState.TASK_STATE_WORKING}, [TaskState.Name(s) for s in seen]
+            cancelled = await c2.cancel_task(CancelTaskRequest(id=task_id))
+            assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+            await stream.aclose()  # type: ignore[attr-defined]
+        assert "stopped before it ended" not in "".join(r.log() for r in running.replicas)
+
+    asyncio.run(scenario())
+
+
 class Receiver:
     """A webhook on loopback: answers 503 to the first ``failures`` posts (all, if negative)."""
 
@@ -287,12 +333,12 @@ class Receiver:
         await self.runner.cleanup()
 
     def delivered_states(self) -> list[str]:
-        states = []
-        for status, _, body in self.posts:
-            found = body.get("statusUpdate", body.get("task", {})).get("status", {}).get("state")
-            if status == 200 and found:
-                states.append(found)
-        return states
+        return [state for status, state in self.summary() if status == 200 and state]
+
+    def summary(self) -> list[tuple[int, str | None]]:
+        """Each post's answer and the task state it told (None: an artifact), for failure messages."""
+        return [(status, body.get("statusUpdate", body.get("task", {})).get("status", {}).get("state"))
+                for status, _, body in self.posts]
 
 
 def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
@@ -309,7 +355,8 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
                 message=user_message("push me"), configuration=SendMessageConfiguration(
                     task_push_notification_config=hook)))]
             task = events[-1].task
-            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states())
+            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), \
+                (TaskState.Name(task.status.state), receiver.summary())
             assert [p[0] for p in receiver.posts[:3]] == [503, 503, 200]  # retried after its 5xx
             assert {p[1].get("X-A2A-Notification-Token") for p in receiver.posts} == {"tok-1"}
             states = receiver.delivered_states()
@@ -342,6 +389,58 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
             listed = await c1.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=task.id))
             assert list(listed.configs) == []
+
+    asyncio.run(scenario())
+
+
+class PausingReceiver(Receiver):
+    """Holds its first post until ``release`` is set, then pauses ``redis`` (SIGSTOP) for
+    ``pause`` seconds and answers that post 503: the sender's retry finds Redis silent."""
+
+    def __init__(self, redis_pid: int, pause: float) -> None:
+        super().__init__(failures=1)
+        self.redis_pid, self.pause = redis_pid, pause
+        self.release = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if not self.posts:
+            await self.release.wait()
+            os.kill(self.redis_pid, signal.SIGSTOP)
+            asyncio.get_running_loop().call_later(self.pause, os.kill, self.redis_pid, signal.SIGCONT)
+        return await super().handle(request)
+
+
+def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifications(
+    rig: tuple[FakeLlmServer, Cluster],
+) -> None:
+    """The sender re-reads the configurations (in Redis) before each attempt. A read that
+    failed (Redis silent past its socket timeout) stopped the task's delivery for good: the
+    events queued behind, COMPLETED among them, were dropped. Now it is a failed attempt,
+    retried as a 5xx is, and the events behind it are sent. Redis is paused (not stopped:
+    the configurations must survive) for longer than the client's socket timeout, after
+    the task has ended and while its first notification waits for its answer."""
+    _, running = rig
+    r0 = running.replicas[0].http_base
+    assert running.redis.process is not None
+    pid = running.redis.process.pid
+
+    async def scenario() -> None:
+        receiver = PausingReceiver(pid, pause=2.5)
+        async with receiver, client_for(r0, False) as c0:
+            try:
+                hook = TaskPushNotificationConfig(url=receiver.url)
+                events = [e async for e in c0.send_message(SendMessageRequest(
+                    message=user_message("push me through a pause"), configuration=SendMessageConfiguration(
+                        task_push_notification_config=hook)))]
+                assert events[-1].task.status.state == TaskState.TASK_STATE_COMPLETED
+                receiver.release.set()  # every event of the task is queued on r0 by now
+                # The retries' backoffs (0.25 + 0.5 + 1 + 2 s) outlast the pause; each failed read took 1 s.
+                assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), receiver.summary()
+                states = receiver.delivered_states()
+                assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED"
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        assert "was not sent" not in running.replicas[0].log()
 
     asyncio.run(scenario())
 
