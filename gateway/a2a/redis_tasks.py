@@ -6,8 +6,9 @@ that did not run the task). These are their Redis implementations:
 
 - a task is a hash ``a2a:task:<id>`` (owner, version, state, the Task proto) written by
   one Lua script that checks the version (and the owner), so two replicas never overwrite
-  each other; it expires (``AGENT_A2A_TASK_TTL_SECONDS``), and each owner (API key and
-  network) keeps at most :data:`MAX_TASKS_PER_OWNER` (the oldest go first);
+  each other, and refuses any write to a task that has ended (its state is final); it
+  expires (``AGENT_A2A_TASK_TTL_SECONDS``), and each owner (API key and network) keeps
+  at most :data:`MAX_TASKS_PER_OWNER` (the oldest go first);
 - its events are a Redis stream ``a2a:events:<id>`` read from the start and filtered by
   version, so a replica that resubscribes after reading the task misses nothing;
 - a cancellation written on another replica is also published on the cancellation
@@ -74,13 +75,18 @@ _TAIL_BLOCK_MS = 1000
 _RUNNING = f"{PREFIX}a2a:running"
 _TERMINAL = "," + ",".join(str(int(s)) for s in TERMINAL_TASK_STATES) + ","
 
+#: Writes a task if the owner matches and the version is the one read (a cancellation,
+#: ARGV[8], needs only the task to exist); -1 (a conflict) or -2 (another owner) if not.
+#: A task whose stored state is terminal is never written again, whatever the version: see
+#: :meth:`RedisTaskStore.save` for why no legitimate write reaches one.
 _SAVE = """
 local cur = redis.call('HMGET', KEYS[1], 'o', 'v', 's')
 local exists = cur[2] ~= false
 if exists and cur[1] ~= ARGV[1] then return -2 end
+if exists and string.find(ARGV[10], ',' .. tostring(cur[3]) .. ',', 1, true) then return -1 end
 local version = tonumber(cur[2]) or 0
 if ARGV[8] == '1' then
-  if (not exists) or string.find(ARGV[10], ',' .. cur[3] .. ',', 1, true) then return -1 end
+  if not exists then return -1 end
 elseif version ~= tonumber(ARGV[2]) then
   return -1
 end
@@ -165,6 +171,22 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         self, task: Task, *, event: Event | None, prev: Task | None, prev_version: TaskVersion,
         context: ServerCallContext,
     ) -> TaskVersion:
+        """Compare-and-swap on ``prev_version`` (a cancellation needs none); an ended task
+        (completed, failed, canceled, rejected) is final: any write to it is refused as a
+        conflict, even with the version just read.
+
+        Why even then: in the a2a-sdk (1.3, ``agent_execution/active_task.py``) every writer
+        of a terminal state first checks the stored task is not terminal (``ActiveTask.cancel``,
+        ``EventConsumer._write_failed_status``, the producer refusing an ended task), except
+        the consumer. On a conflict it reloads the task and, finding it ended by another
+        writer, cancels its producer, but it goes on processing the events the executor had
+        already queued (``EventConsumer._process_event``), and those carry the reloaded
+        version: accepted, they would turn a task the reaper failed, or another replica
+        cancelled, into a completed one (or add the answer to it). Such leftovers are the only
+        writes that reach an ended task (``TaskUpdater`` refuses a status after a terminal
+        one), so even "the same state, an artifact more" is refused. Refused, each reloads the
+        ended task again and stops there (a few events at most: the producer is cancelled).
+        """
         del event, prev
         return await self._write(task, resolve_owner(context), _version(prev_version))
 

@@ -13,6 +13,8 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
+from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import Task
@@ -41,6 +43,13 @@ class BoundedTaskStore(InMemoryTaskStore):
         self._order: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
+        """Saves ``task``; an ended task (completed, failed, canceled, rejected) is final: a
+        write to it is refused as a conflict, which the SDK answers by reloading the ended
+        task and stopping (a cancel racing the chat's own end must not flip one into the
+        other; see :meth:`gateway.a2a.redis_tasks.RedisTaskStore.save`)."""
+        stored = await super().get(task.id, context)
+        if stored is not None and stored.status.state in TERMINAL_TASK_STATES:
+            raise ConcurrentTaskModificationError(task.id)
         await super().save(task, context)
         self._order[(resolve_owner(context), task.id)] = None
         while len(self._order) > self._max:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
-from a2a.types import Task
+from a2a.types import Artifact, Task, TaskState, TaskStatus
 
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
@@ -53,6 +54,26 @@ def test_the_task_store_forgets_the_oldest_and_scopes_by_owner() -> None:
     assert owner_of({}) == ""
     assert owner_of({"authorization": "Bearer k"}) != owner_of({"authorization": "Bearer j"})
     assert "Bearer" not in owner_of({"authorization": "Bearer k"})
+
+
+def test_an_ended_task_in_the_task_store_is_final() -> None:
+    """A write to an ended task is refused as a conflict (which the SDK answers by reloading
+    it), so a cancel racing the chat's own end cannot turn COMPLETED into CANCELED, nor the
+    chat's last events a CANCELED task into COMPLETED; another owner's task is untouched."""
+    async def scenario() -> None:
+        store = BoundedTaskStore()
+        mine, theirs = (ServerCallContext(state={OWNER_KEY: owner}) for owner in ("me:x", "them:x"))
+        await store.save(Task(id="t", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING)), mine)
+        await store.save(Task(id="t", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_CANCELED)), mine)
+        for late in (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED):
+            with pytest.raises(ConcurrentTaskModificationError):
+                await store.save(Task(id="t", context_id="c", status=TaskStatus(state=late),
+                                      artifacts=[Artifact(artifact_id="a")]), mine)
+        kept = await store.get("t", mine)
+        assert kept is not None and kept.status.state == TaskState.TASK_STATE_CANCELED and not kept.artifacts
+        await store.save(Task(id="t", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING)), theirs)
+
+    asyncio.run(scenario())
 
 
 def test_header_sets_label_the_reference_and_never_leak_into_it(monkeypatch: pytest.MonkeyPatch) -> None:
