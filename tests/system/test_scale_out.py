@@ -105,6 +105,18 @@ async def _collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse
     return [event async for event in stream]
 
 
+async def task_id_once_working(stream: AsyncIterator[StreamResponse]) -> str:
+    """The task id of a streamed send, read up to its first status update (working); the
+    stream stays open for the caller."""
+    task_id = ""
+    async for event in stream:
+        if event.HasField("task"):
+            task_id = event.task.id
+        if event.HasField("status_update"):
+            break
+    return task_id
+
+
 def _bases(running: Cluster) -> list[str]:
     return [replica.http_base for replica in running.replicas]
 
@@ -148,12 +160,7 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
             hook = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
             stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time"),
                                                         configuration=hook))
-            task_id = ""
-            async for event in stream:
-                if event.HasField("task"):
-                    task_id = event.task.id
-                if event.HasField("status_update"):
-                    break  # working
+            task_id = await task_id_once_working(stream)
             assert await _until(lambda: fake.request_count > before_requests), "the LLM call never started"
             tail = asyncio.create_task(_collect(c1.subscribe(SubscribeToTaskRequest(id=task_id))))
             await asyncio.sleep(0.5)  # r1 tails the task's events
@@ -274,12 +281,7 @@ def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[Fake
         before = fake.request_count
         async with client_for(r0, True) as c0, client_for(r1, False) as c1, client_for(r2, False) as c2:
             stream = c0.send_message(SendMessageRequest(message=user_message("slow: outlive the leases")))
-            task_id = ""
-            async for event in stream:
-                if event.HasField("task"):
-                    task_id = event.task.id
-                if event.HasField("status_update"):
-                    break  # working
+            task_id = await task_id_once_working(stream)
             assert await _until(lambda: fake.request_count > before), "the LLM call never started"
             leases = aioredis.from_url(running.redis.url)
             seen: list[TaskState] = []
@@ -458,12 +460,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
             hook = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
             stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes"),
                                                             configuration=hook))
-            task_id = ""
-            async for event in stream:
-                if event.HasField("task"):
-                    task_id = event.task.id
-                if event.HasField("status_update"):
-                    break
+            task_id = await task_id_once_working(stream)
             assert await _until(lambda: fake.request_count > before)
             os.kill(victim.process.pid, signal.SIGKILL)
             victim.process.wait(5)

@@ -42,7 +42,7 @@ from tests.a2a_support import user_message
 from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support.cluster import Cluster, cluster, tools_missing
 from tests.support.fake_thread import FakeInThread
-from tests.system.test_scale_out import Receiver, client_for
+from tests.system.test_scale_out import Receiver, client_for, task_id_once_working
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))]
 
@@ -92,12 +92,7 @@ def test_a_task_failed_by_another_writer_is_not_completed_by_the_replica_running
                     task_push_notification_config=TaskPushNotificationConfig(url=receiver.url))
                 stream = client.send_message(SendMessageRequest(message=user_message("answer later"),
                                                                 configuration=hook))
-                task_id = ""
-                async for event in stream:
-                    if event.HasField("task"):
-                        task_id = event.task.id
-                    if event.HasField("status_update"):
-                        break  # working
+                task_id = await task_id_once_working(stream)
                 deadline = time.monotonic() + 15
                 while fake.held == 0 and time.monotonic() < deadline:  # noqa: ASYNC110 (another thread's counter)
                     await asyncio.sleep(0.05)
