@@ -206,7 +206,9 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    orphan_watch = asyncio.create_task(workers.stop_when_orphaned(stop))  # a worker outlives no parent
     await stop.wait()
+    orphan_watch.cancel()
     log.info("shutting down: draining for up to %.0f s", args.grace)
     # Health goes NOT_SERVING first, so the gateway answers 503 to new requests while
     # the calls in flight (gRPC and HTTP alike) finish within the grace period.

@@ -20,11 +20,16 @@ The parent serves nothing itself. It:
 Each worker's ``/healthz``, ``/readyz`` and gRPC health answer for that worker, so a
 probe sees NOT_SERVING as soon as the worker it reaches drains. Log lines carry the
 worker's pid (``worker``) when there are several.
+
+A worker whose parent is gone (killed with SIGKILL, crashed: it could not send SIGTERM)
+drains and exits as on SIGTERM (:func:`stop_when_orphaned`), rather than serving the
+ports on, unsupervised, beside whatever is started on them next.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import signal
@@ -41,6 +46,11 @@ from neuro_san.cli.serve_settings import config_from_args
 log = logging.getLogger("neuro_san.serve")
 
 READY_FD_ENV = "AGENT_WORKER_READY_FD"
+#: The parent's pid, given by the parent itself: read by the worker as ``os.getppid()``
+#: it could already be init's, had the parent died before the worker looked.
+PARENT_PID_ENV = "AGENT_WORKER_PARENT_PID"
+#: How often a worker looks whether its parent is still there.
+PARENT_CHECK_SECONDS = 0.5
 INVOKER_ENV = "AGENT_GATEWAY_INVOKER"
 INVOKERS = ("inprocess", "grpc")
 #: A worker that dies sooner than this after starting is restarted after a pause, so a
@@ -110,6 +120,21 @@ def announce_ready(line: str) -> None:
         log.warning("cannot report readiness to the parent: %s", error)
 
 
+async def stop_when_orphaned(stop: asyncio.Event) -> None:
+    """In a worker: set ``stop`` (drain and exit, as on SIGTERM) once the parent that
+    started it is gone; a lone server returns at once. Polls ``getppid`` (a re-parented
+    worker sees another pid): portable, and one cheap syscall every half second."""
+    parent = int(os.environ.get(PARENT_PID_ENV, "0") or 0)
+    if not is_worker() or parent <= 0:
+        return
+    while not stop.is_set():
+        if os.getppid() != parent:
+            log.warning("the parent process (pid %d) is gone: draining and exiting", parent)
+            stop.set()
+            return
+        await asyncio.sleep(PARENT_CHECK_SECONDS)
+
+
 class _WorkerTag(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.worker = os.getpid()
@@ -154,7 +179,7 @@ def _worker_command(args: argparse.Namespace, grpc_port: int, http_port: int) ->
 
 def _spawn(index: int, command: list[str]) -> _Worker:
     read_end, write_end = os.pipe()
-    env = {**os.environ, READY_FD_ENV: str(write_end), "AGENT_WORKERS": "1"}
+    env = {**os.environ, READY_FD_ENV: str(write_end), PARENT_PID_ENV: str(os.getpid()), "AGENT_WORKERS": "1"}
     process = subprocess.Popen(command, env=env, pass_fds=(write_end,))
     os.close(write_end)
     worker = _Worker(index, process, time.monotonic())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -124,6 +125,30 @@ def test_sigterm_drains_every_worker_and_exits_0() -> None:
             assert served_by == workers
             time.sleep(0.1)
             assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+def test_workers_whose_parent_is_killed_drain_and_exit() -> None:
+    """kill -9 of the parent (it cannot tell its workers): they must not go on serving the
+    ports unsupervised. Each notices it was re-parented, drains (its chat in flight ends
+    well) and exits."""
+    with FakeInThread(latency_ms=1000.0) as fake:
+        with start_server(http=True, env={**override_env(fake), **JSON_LOGS}, extra_args=WORKERS) as server:
+            workers = _children(server.process.pid)
+            try:
+                threads, results = _chats_in_threads(server.http_port, 4, "o-")
+                assert wait_for(lambda: len(fake.requests) == 4, timeout=10)
+                server.process.kill()
+                server.process.wait(5)
+                for thread in threads:
+                    thread.join(20)
+                assert all(_finished(reply, rid) for rid, reply in results.items()), results
+                # A bound for "nothing hangs" only: with nothing in flight a worker exits at once.
+                assert wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), timeout=30)
+                assert server.log().count("the parent process (pid ") == len(workers)
+            finally:  # a failed run leaves no orphans behind
+                for pid in workers:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize(
