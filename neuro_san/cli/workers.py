@@ -46,8 +46,8 @@ from neuro_san.cli.serve_settings import config_from_args
 log = logging.getLogger("neuro_san.serve")
 
 READY_FD_ENV = "AGENT_WORKER_READY_FD"
-#: The parent's pid, given by the parent itself: read by the worker as ``os.getppid()``
-#: it could already be init's, had the parent died before the worker looked.
+#: The parent's pid, passed by the parent: had it died before the worker first looked,
+#: the worker's own ``os.getppid()`` would already name another process (init).
 PARENT_PID_ENV = "AGENT_WORKER_PARENT_PID"
 #: How often a worker looks whether its parent is still there.
 PARENT_CHECK_SECONDS = 0.5
