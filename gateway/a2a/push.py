@@ -16,8 +16,8 @@ their delivery with retries.
   ``authentication`` (scheme and credentials) in ``Authorization``, as the spec describes;
   without credentials, and with a signing key, a signed JWT instead (:mod:`push_signing`).
   A 5xx, 408, 429 or a connection failure is retried with exponential backoff
-  (:data:`ATTEMPTS` attempts); any other 4xx is final. Each attempt re-reads the
-  configurations, so deleting one stops its deliveries, retries included; configurations
+  (:data:`ATTEMPTS` attempts); any other 4xx is final. Each retry re-reads its
+  configuration, so deleting one stops its deliveries, retries included; configurations
   that cannot be read (Redis away) count as a failed attempt, retried the same way. An
   event that cannot be sent is given up alone: the task's next events (its final state)
   are still sent. Delivery runs beside the task, never delaying it.
@@ -159,7 +159,7 @@ class RetryingPushSender(PushNotificationSender):
                     log.warning("push notification for task %s given up: %s", task_id, error)
                     return
                 await asyncio.sleep(_backoff(attempt))
-        outcomes = await asyncio.gather(*(self._deliver(task_id, config.id, body) for config in configs),
+        outcomes = await asyncio.gather(*(self._deliver(task_id, config, body) for config in configs),
                                         return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -171,27 +171,31 @@ class RetryingPushSender(PushNotificationSender):
                 return config
         return None
 
-    async def _deliver(self, task_id: str, config_id: str, body: bytes) -> None:
-        where = config_id  # its URL once read
+    async def _deliver(self, task_id: str, first: TaskPushNotificationConfig, body: bytes) -> None:
+        """``body`` to one configuration: the first attempt as just read with the others (no
+        second read), each retry as the configuration is by then (deleted: no more attempts)."""
+        config: TaskPushNotificationConfig | None = first
+        where, problem = first.url, ""
         for attempt in range(1, ATTEMPTS + 1):
-            try:
-                config = await self._current(task_id, config_id)  # deleted: stop, retries included
-            except StateUnavailable as error:  # Redis away: a failed attempt, retried as a 5xx is
-                problem: str | None = str(error)
-            else:
-                if config is None:
-                    return
+            if config is not None:  # None: its read failed (Redis away), a failed attempt
                 where = config.url
-                problem = await self._post(task_id, config, body)
-                if problem is None:
+                problem = await self._post(task_id, config, body) or ""
+                if not problem:
                     return
-            if attempt < ATTEMPTS:
-                log.info("push notification for task %s to %s failed (%s); retry in %.2f s", task_id,
-                         where, problem, _backoff(attempt))
-                await asyncio.sleep(_backoff(attempt))
-            else:
+            if attempt == ATTEMPTS:
                 log.warning("push notification for task %s to %s given up after %d attempts (%s)", task_id,
                             where, ATTEMPTS, problem)
+                return
+            log.info("push notification for task %s to %s failed (%s); retry in %.2f s", task_id,
+                     where, problem, _backoff(attempt))
+            await asyncio.sleep(_backoff(attempt))
+            try:
+                config = await self._current(task_id, first.id)
+            except StateUnavailable as error:  # Redis away: a failed attempt, retried as a 5xx is
+                config, problem = None, str(error)
+                continue
+            if config is None:  # deleted: stop, retries included
+                return
 
     async def _post(self, task_id: str, config: TaskPushNotificationConfig, body: bytes) -> str | None:
         """One attempt: None when it is over (delivered, or refused for good), else why to retry."""
