@@ -8,6 +8,7 @@
   connections within its file-descriptor limit (``AGENT_LLM_MAX_CONNECTIONS``, see
   :func:`llm_connections_for`): 10,000 client sockets plus 10,000 LLM sockets do not fit
   under a 20,000 descriptor limit, so the chats past it wait for a free LLM connection.
+  Then the same burst once more on ``serve --workers 2`` (against the same floor).
 - **S8**: S2 (echo, 16 clients, HTTP) against ``serve --workers 2`` and ``--workers 1``,
   back to back. Server CPU is the parent's plus its workers'. Then S5's burst (2,000 chats
   at once, 1 s LLM) against ``--workers 2`` and ``--workers 1``: what a second event loop
@@ -38,17 +39,10 @@ def run_s7(s: Settings, fast: bool) -> dict[str, Any]:
     llm_connections = llm_connections_for(s.s7_chats)
     fake, fake_port = procs.start_fake(s.s7_latency_ms, fast)
     try:
-        env = {"AGENT_LLM_MAX_CONNECTIONS": str(llm_connections)}
-        server = procs.start_server(fake_port, fast, extra_env=env)
-        try:
-            spec = {
-                **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
-                "mode": "burst", "count": s.s7_chats, "warmup": 1,
-            }  # fmt: skip
-            result = repeat(1, lambda: procs.run_load(spec, server.proc.pid, 900, fake.pid))
-            result["peak_rss_mib"] = procs.memory_mib(server.proc.pid)["peak_rss_mib"]
-        finally:
-            server.proc.stop()
+        result = _s7_burst(s, fast, fake, fake_port, llm_connections, workers=1)
+        # Issue 27 asks what --workers does to the tails: the same burst on two loops, one run
+        # (each of the two processes holds about half the client and LLM sockets).
+        result["workers_2"] = _s7_burst(s, fast, fake, fake_port, llm_connections, workers=2)
     finally:
         fake.stop()
     floor, port = procs.start_floor("http", fast, s.s7_latency_ms)
@@ -65,7 +59,28 @@ def run_s7(s: Settings, fast: bool) -> dict[str, Any]:
     result["llm_latency_ms"] = s.s7_latency_ms
     result["llm_connections"] = llm_connections
     result["p99_to_floor"] = _ratio(result["p99_ms"], result["floor"]["p99_ms"])
+    result["workers_2_to_floor"] = _ratio(result["workers_2"]["p99_ms"], result["floor"]["p99_ms"])
     return result
+
+
+def _s7_burst(
+    s: Settings, fast: bool, fake: procs.Proc, fake_port: int, llm_connections: int, workers: int
+) -> dict[str, Any]:
+    """One S7 burst against a fresh ``serve --workers <workers>`` (fresh ports: the last
+    burst's TIME_WAIT states are on the old ones)."""
+    env = {"AGENT_LLM_MAX_CONNECTIONS": str(llm_connections)}
+    server = procs.start_server(fake_port, fast, extra_env=env, extra_args=["--workers", str(workers)])
+    try:
+        spec = {
+            **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),
+            "mode": "burst", "count": s.s7_chats, "warmup": 1,
+        }  # fmt: skip
+        result = repeat(1, lambda: procs.run_load(spec, server.proc.pid, 900, fake.pid))
+        if workers == 1:  # S7's memory target is one process's (a parent's VmHWM is not its workers')
+            result["peak_rss_mib"] = procs.memory_mib(server.proc.pid)["peak_rss_mib"]
+        return result
+    finally:
+        server.proc.stop()
 
 
 def run_s8(s: Settings, fast: bool) -> dict[str, Any]:

@@ -53,6 +53,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S7", "peak_rss_mib", "S7 peak RSS", "MiB", "≤ 500"),
     ("S7", "floor.p99_ms", "S7's burst on a bare aiohttp server: p99", "ms", ""),
     ("S7", "p99_to_floor", "S7 p99 / floor p99", "×", "≤ 2"),
+    ("S7", "workers_2.p99_ms", "S7's burst on --workers 2: p99", "ms", ""),
+    ("S7", "workers_2_to_floor", "S7's burst on --workers 2 / floor p99", "×", ""),
     ("S8", "workers_1.chats_per_s", "S8 S2 on --workers 1", "chats/s", ""),
     ("S8", "workers_1.cpu_ms_per_chat", "S8 --workers 1 server CPU per chat", "ms", ""),
     ("S8", "workers_2.chats_per_s", "S8 S2 on --workers 2", "chats/s", ""),
