@@ -40,6 +40,7 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
     assert scenarios["S6"]["http"]["completed"] > 0 and scenarios["S6"]["grpc"]["completed"] > 0
     assert scenarios["S7"]["completed"] == scenarios["S7"]["chats"]
     assert scenarios["S7"]["floor"]["completed"] == scenarios["S7"]["chats"]
+    assert scenarios["S7"]["workers_2"]["completed"] == scenarios["S7"]["chats"]
     for workers in ("workers_1", "workers_2"):
         assert scenarios["S8"][workers]["completed"] > 0 and scenarios["S8"][workers]["failed"] == 0, workers
     for transport in ("http", "grpc"):  # token streaming: deltas came, over both
@@ -48,3 +49,22 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
     assert scenarios["startup"]["first_chat_ok"]
     assert "S1 echo, 1 client, HTTP" in completed.stdout
     assert len(list(tmp_path.glob("*.json"))) == 2
+
+
+@pytest.mark.slow
+def test_census_counts_what_a_chat_in_flight_keeps_alive() -> None:
+    """``bench.census``: a small burst held on the fake LLM; the census sees each chat's
+    coroutines (the server's chat handler among them) and names them with --detail."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.census", "--chats", "40", "--latency-ms", "3000", "--detail"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    first = completed.stdout.splitlines()[0]
+    assert first.startswith("40 chats in flight; "), first
+    per_chat = float(first.split("; ")[1].split(" tracked")[0].replace(",", ""))
+    assert per_chat > 20, first  # each chat holds at least its ~20 coroutines while it waits
+    assert "NetworkHost._turn (neuro_san)" in completed.stdout
