@@ -23,6 +23,11 @@ from typing import Any
 from bench import procs
 from bench.run import Settings, _ratio, closed_spec, repeat
 
+#: The bench's chats are REST ones: A2A, whose tasks several workers could share only through
+#: Redis (``serve --workers`` refuses it otherwise), is off on the servers S7 and S8 compare
+#: across worker counts (on both sides of S8's comparisons).
+WORKERS_ENV = {"AGENT_A2A_ENABLE": "false"}
+
 #: Descriptors a server needs beyond its client and LLM sockets (files, pipes, grpc).
 _SPARE_DESCRIPTORS = 512
 
@@ -68,7 +73,7 @@ def _s7_burst(
 ) -> dict[str, Any]:
     """One S7 burst against a fresh ``serve --workers <workers>`` (fresh ports: the last
     burst's TIME_WAIT states are on the old ones)."""
-    env = {"AGENT_LLM_MAX_CONNECTIONS": str(llm_connections)}
+    env = {"AGENT_LLM_MAX_CONNECTIONS": str(llm_connections), **(WORKERS_ENV if workers > 1 else {})}
     server = procs.start_server(fake_port, fast, extra_env=env, extra_args=["--workers", str(workers)])
     try:
         spec = {
@@ -88,7 +93,7 @@ def run_s8(s: Settings, fast: bool) -> dict[str, Any]:
     fake, fake_port = procs.start_fake(0.0, fast)
     try:
         for workers in (2, 1):
-            server = procs.start_server(fake_port, fast, extra_args=["--workers", str(workers)])
+            server = procs.start_server(fake_port, fast, WORKERS_ENV, extra_args=["--workers", str(workers)])
             try:
                 spec = closed_spec("http", server.http_base, "echo", s.clients, s.load_seconds, s, fast)
                 results[f"workers_{workers}"] = repeat(
@@ -110,7 +115,7 @@ def _s5_on_workers(s: Settings, fast: bool) -> dict[str, Any]:
     fake, fake_port = procs.start_fake(s.s5_latency_ms, fast)
     try:
         for workers in (2, 1):
-            server = procs.start_server(fake_port, fast, extra_args=["--workers", str(workers)])
+            server = procs.start_server(fake_port, fast, WORKERS_ENV, extra_args=["--workers", str(workers)])
             try:
                 spec = {
                     **closed_spec("http", server.http_base, "echo", 1, 0, s, fast),

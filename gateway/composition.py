@@ -2,10 +2,10 @@
 
 The host (:mod:`gateway.host`) imports no front-end; the front-ends import only the
 host's seam and the invoker interface. This module, and only it, knows every room: the
-REST transcoder (always), MCP (unless ``AGENT_MCP_ENABLE=false``), A2A, and the
-playground (or, with it off, neuro-san's health answer at ``/``). ``neuro-san serve``
-and the standalone ``neuro-san gateway`` both start the HTTP port through
-:func:`start_gateway`, so they serve the same house.
+REST transcoder (always), MCP (unless ``AGENT_MCP_ENABLE=false``), A2A (unless
+``AGENT_A2A_ENABLE=false``), and the playground (or, with it off, neuro-san's health answer
+at ``/``). ``neuro-san serve`` and the standalone ``neuro-san gateway`` both start the HTTP
+port through :func:`start_gateway`, so they serve the same house.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import grpc
 from gateway.a2a import a2a_frontends
 from gateway.a2a.push_policy import allowed_networks
 from gateway.a2a.push_signing import signer_from_env
+from gateway.a2a.switch import a2a_enabled
 from gateway.config import GatewayConfig
 from gateway.host.bearer import oauth_frontends
 from gateway.host.frontends import FrontEndFactory
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 def protocol_frontends(
     *, playground: bool, env: Mapping[str, str] | None = None, a2a_grpc: A2AGrpcBinding | None = None
 ) -> list[FrontEndFactory]:
-    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A, the OAuth
+    """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A (switched by
+    ``AGENT_A2A_ENABLE``), the OAuth
     resource metadata (only with ``AGENT_OAUTH_ISSUER``), the playground. ``a2a_grpc``: A2A's
     gRPC binding, registered on the gRPC server of ``neuro-san serve``, which shares the A2A
     front-end.
@@ -46,7 +48,8 @@ def protocol_frontends(
     StateSettings.from_env(env)
     allowed_networks(env)  # AGENT_A2A_PUSH_ALLOWED_NETWORKS
     signer_from_env(env)  # AGENT_A2A_PUSH_SIGNING_KEY_FILE: readable, and a key we can sign with
-    return [*mcp_frontends(dict(env) if env is not None else None), *a2a_frontends(a2a_grpc), *oauth_frontends(env),
+    a2a = a2a_frontends(a2a_grpc) if a2a_enabled(env) else []
+    return [*mcp_frontends(dict(env) if env is not None else None), *a2a, *oauth_frontends(env),
             make_frontend(playground)]
 
 

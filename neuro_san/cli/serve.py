@@ -11,7 +11,7 @@ import signal
 from typing import Any
 
 from neuro_san.cli.heap import settle_heap
-from neuro_san.cli.serve_settings import config_from_args, http_tls_files
+from neuro_san.cli.serve_settings import a2a_served, config_from_args, http_tls_files
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -109,6 +109,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_args(args)
+        serve_a2a = a2a_served(args)
     except (ValueError, ConfigurationError) as bad:  # a bad setting: say which, do not start
         log.error("not starting: %s", bad)
         return 2
@@ -129,7 +130,7 @@ async def _serve(args: argparse.Namespace) -> int:
     for error in server.registry.errors:
         log.error("not serving: %s", error)
     a2a_grpc = None
-    if not args.no_http:
+    if serve_a2a:
         # A2A's gRPC binding on the gRPC port, registered before the server starts. It shares
         # the HTTP port's A2A front-end (task store, executor, cards), so it is served only
         # with HTTP on; it reaches the agents through the gateway's invoker, as HTTP does.

@@ -49,3 +49,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         if getattr(args, name):
             setattr(config, name, Path(getattr(args, name)))
     return config
+
+
+def a2a_served(args: argparse.Namespace) -> bool:
+    """A2A is served with HTTP only (its gRPC binding shares the HTTP port's front-end), and
+    unless ``AGENT_A2A_ENABLE=false``; ValueError for a value that is neither."""
+    if args.no_http:
+        return False
+    from gateway.a2a.switch import a2a_enabled  # the HTTP side only when HTTP is served
+
+    return a2a_enabled()

@@ -3,8 +3,11 @@
 One Python process runs on one core. With ``--workers N`` (or ``AGENT_WORKERS``; ``auto``
 = one per core this process may use) the parent starts N ``neuro-san serve`` processes
 that each bind the gRPC and HTTP ports with SO_REUSEPORT, so the kernel spreads new
-connections over them. The workers share nothing: every conversation's state travels in
-its chat_context, so any worker can continue any conversation.
+connections over them. The workers share nothing of their own: a conversation's state
+travels in its chat_context, so any worker continues any conversation. What the front-ends
+keep between requests (A2A's tasks) and per-caller limits are shared as between replicas,
+through Redis; without it the parent refuses to start several workers with A2A on or
+limits set (:func:`_per_worker_state`), since each worker would hold its own.
 
 The parent serves nothing itself. It:
 
@@ -41,7 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuro_san.cli.serve_settings import config_from_args
+from neuro_san.cli.serve_settings import a2a_served, config_from_args
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -204,14 +207,41 @@ def _ports(args: argparse.Namespace) -> tuple[str, int, int]:
     return config.host, config.port, http_port
 
 
-def _check_settings(args: argparse.Namespace) -> None:
+def _check_settings(args: argparse.Namespace, count: int) -> None:
     """Settings every worker would refuse, refused once here before any is started: the
-    server's own (``_ports`` reads them) and the HTTP gateway's connection limits."""
+    server's own (``_ports`` reads them), the HTTP gateway's connection limits, and state
+    the workers would each keep alone (:func:`_per_worker_state`)."""
     if not args.no_http:
         # Lazy: the HTTP side only when HTTP is served.
         from gateway.host.connection_guard import ConnectionLimits
 
         ConnectionLimits.from_env(os.environ)
+    alone = _per_worker_state(args)
+    if alone:
+        raise ValueError(f"--workers {count}: " + "; ".join(alone))
+
+
+def _per_worker_state(args: argparse.Namespace) -> list[str]:
+    """What would be each worker's own without Redis, said with how to share it or turn it
+    off. The kernel hands each new connection to any worker, so state one worker keeps is
+    missing on the others: a client would see it come and go (an A2A GetTask finding its task
+    on one connection and not on the next), and a per-caller limit would count per worker,
+    several times what it says. MCP is not here: all it keeps is calls in flight, and a
+    cancellation that reaches another worker doing nothing is what its spec allows."""
+    from gateway.state.interface import REDIS_URL_ENV  # names only: imports no Redis client
+
+    env = os.environ
+    alone = []
+    if a2a_served(args) and not env.get(REDIS_URL_ENV, "").strip():
+        alone.append(f"A2A's tasks, contextIds and push configurations would be each worker's own, and a "
+                     f"client's next request may reach another worker (a GetTask would miss its task): set "
+                     f"{REDIS_URL_ENV} to a Redis the workers share, or turn A2A off (AGENT_A2A_ENABLE=false)")
+    config = config_from_args(args)
+    if (config.rate_limits.limits_anything or config.access.keys_have_limits) and not config.limits_redis_url:
+        alone.append("the per-caller limits (AGENT_RATE_LIMIT_*, AGENT_TOKEN_BUDGET_*, the keys file's limits) "
+                     "would count per worker, so a caller could use several times what they say: set "
+                     f"AGENT_LIMITS_REDIS_URL (or {REDIS_URL_ENV}) to a Redis the workers share")
+    return alone
 
 
 def supervise(args: argparse.Namespace, count: int) -> int:
@@ -220,7 +250,7 @@ def supervise(args: argparse.Namespace, count: int) -> int:
 
     try:
         host, grpc_wanted, http_wanted = _ports(args)
-        _check_settings(args)
+        _check_settings(args, count)
     except (ValueError, ConfigurationError) as bad:  # one line and exit 2, as a single server
         log.error("not starting: %s", bad)
         return 2

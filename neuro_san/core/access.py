@@ -131,6 +131,11 @@ class AccessPolicy:
     def enabled(self) -> bool:
         return bool(self._keys) or self._tokens is not None
 
+    @property
+    def keys_have_limits(self) -> bool:
+        """True when a key of the keys file has ``limits`` of its own that cap something."""
+        return any(key.principal.limits is not None and key.principal.limits.limits_anything for key in self._keys)
+
     def with_tokens(self, tokens: TokenVerifier | None) -> AccessPolicy:
         """The same keys, and OAuth access tokens validated by ``tokens``."""
         return AccessPolicy(self._keys, tokens)

@@ -53,6 +53,11 @@ class CallerLimits:
     def capacity(self) -> float:
         return float(self.burst or max(1.0, self.chats))
 
+    @property
+    def limits_anything(self) -> bool:
+        """True when any of them caps something (a period or burst alone caps nothing)."""
+        return bool(self.chats or self.concurrent_chats or self.tokens_per_hour or self.tokens_per_day)
+
     @classmethod
     def parse(cls, where: str, raw: Any, base: CallerLimits | None = None) -> CallerLimits:
         """Limits from a mapping (keys file or environment); unknown names and values

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from neuro_san.cli.workers import parse_workers
 from tests.gateway_http_support import Reply, call, chat, wait_for
 from tests.support import grpc_calls as calls
+from tests.support.cluster import RedisProcess
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import ServerProcess, start_server
 
@@ -25,7 +27,9 @@ from tests.support.servers import ServerProcess, start_server
 pytestmark = pytest.mark.slow
 
 WORKERS = ["--workers", "2"]
-JSON_LOGS = {"AGENT_SERVICE_LOG_JSON": "1"}
+#: JSON logs name the worker of each line. A2A is off: these tests are about the processes,
+#: and A2A on several workers needs a Redis they share (refused otherwise; tested below).
+WORKERS_ENV = {"AGENT_SERVICE_LOG_JSON": "1", "AGENT_A2A_ENABLE": "false"}
 
 
 def _children(pid: int) -> set[int]:
@@ -71,7 +75,7 @@ def test_parse_workers() -> None:
 
 
 def test_both_ports_answer_from_different_workers() -> None:
-    with start_server(http=True, env=JSON_LOGS, extra_args=WORKERS) as server:
+    with start_server(http=True, env=WORKERS_ENV, extra_args=WORKERS) as server:
         assert server.log().count("READY ") == 1, "one READY line, from the parent"
         workers = _children(server.process.pid)
         assert len(workers) == 2
@@ -89,7 +93,7 @@ def test_both_ports_answer_from_different_workers() -> None:
 
 def test_kill_9_loses_only_that_workers_chats_and_is_replaced() -> None:
     with FakeInThread(latency_ms=2000.0) as fake:
-        env = {**override_env(fake), **JSON_LOGS}
+        env = {**override_env(fake), **WORKERS_ENV}
         with start_server(http=True, env=env, extra_args=WORKERS) as server:
             victim, survivor = sorted(_children(server.process.pid))
             threads, results = _chats_in_threads(server.http_port, 16, "k-")
@@ -112,7 +116,7 @@ def test_kill_9_loses_only_that_workers_chats_and_is_replaced() -> None:
 
 def test_sigterm_drains_every_worker_and_exits_0() -> None:
     with FakeInThread(latency_ms=1500.0) as fake:
-        with start_server(http=True, env={**override_env(fake), **JSON_LOGS}, extra_args=WORKERS) as server:
+        with start_server(http=True, env={**override_env(fake), **WORKERS_ENV}, extra_args=WORKERS) as server:
             workers = _children(server.process.pid)
             threads, results = _chats_in_threads(server.http_port, 12, "d-")
             assert wait_for(lambda: len(fake.requests) == 12, timeout=10)
@@ -132,7 +136,7 @@ def test_workers_whose_parent_is_killed_drain_and_exit() -> None:
     ports unsupervised. Each notices it was re-parented, drains (its chat in flight ends
     well) and exits."""
     with FakeInThread(latency_ms=1000.0) as fake:
-        with start_server(http=True, env={**override_env(fake), **JSON_LOGS}, extra_args=WORKERS) as server:
+        with start_server(http=True, env={**override_env(fake), **WORKERS_ENV}, extra_args=WORKERS) as server:
             workers = _children(server.process.pid)
             try:
                 threads, results = _chats_in_threads(server.http_port, 4, "o-")
@@ -149,6 +153,41 @@ def test_workers_whose_parent_is_killed_drain_and_exit() -> None:
                 for pid in workers:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
+
+
+def _a2a(port: int, method: str, params: dict[str, object]) -> dict[str, object]:
+    """One A2A JSON-RPC call on a new connection (the kernel picks the worker)."""
+    reply = call(port, "POST", "/a2a/echo", {"jsonrpc": "2.0", "id": 1, "method": method,
+                                             "params": {"tenant": "echo", **params}},
+                 headers={"A2A-Version": "1.0"})
+    assert reply.status == 200, reply.body
+    answer: dict[str, object] = reply.json()
+    return answer
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed (make test installs it)")
+def test_a2a_on_workers_sharing_redis_finds_every_task_from_every_worker(tmp_path: Path) -> None:
+    """With AGENT_REDIS_URL the workers share A2A's tasks: each task sent reads back whichever
+    worker each read reaches (without Redis this would fail about half the reads)."""
+    redis = RedisProcess(tmp_path)
+    redis.start()
+    try:
+        with start_server(http=True, env={**WORKERS_ENV, "AGENT_A2A_ENABLE": "true", "AGENT_REDIS_URL": redis.url},
+                          extra_args=WORKERS) as server:
+            tasks = []
+            for index in range(4):
+                sent = _a2a(server.http_port, "SendMessage", {"message": {
+                    "messageId": f"m{index}", "role": "ROLE_USER", "parts": [{"text": f"hi {index}"}]}})
+                tasks.append(sent["result"]["task"]["id"])  # type: ignore[index]
+            for _ in range(6):
+                for task_id in tasks:
+                    got = _a2a(server.http_port, "GetTask", {"id": task_id})
+                    assert "error" not in got, got
+                    assert got["result"]["id"] == task_id  # type: ignore[index]
+                    assert got["result"]["status"]["state"] == "TASK_STATE_COMPLETED"  # type: ignore[index]
+            assert len(_children(server.process.pid)) == 2
+    finally:
+        redis.stop()
 
 
 @pytest.mark.parametrize(

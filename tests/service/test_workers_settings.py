@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,44 @@ def test_workers_refuse_a_bad_limit_setting_with_one_line_and_exit_2(setting: st
     assert said in output and "not starting" in output, output
     assert "Traceback" not in output and "worker" not in output.lower(), output  # no worker was started
     assert len(output.strip().splitlines()) == 1, output
+
+
+def _refusal(env: dict[str, str]) -> str:
+    """``serve --workers 2`` under ``env`` (nothing else of the caller's A2A/Redis/limits
+    settings): it must refuse with one line and exit 2; the line."""
+    args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--workers", "2", "--host", "127.0.0.1",
+            "--port", str(free_port()), "--http-port", str(free_port())]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_A2A", "AGENT_REDIS", "AGENT_RATE_LIMIT",
+                                                                    "AGENT_TOKEN_BUDGET", "AGENT_LIMITS", "AGENT_API"))}
+    done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**base, "PYTHONUNBUFFERED": "1", **env})
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "Traceback" not in output and "not starting: " in output, output
+    assert len(output.strip().splitlines()) == 1, output  # no worker was started
+    return output
+
+
+def test_workers_without_redis_refuse_a2a_whose_tasks_would_be_each_workers_own() -> None:
+    said = _refusal({})
+    assert "--workers 2: A2A's tasks" in said and "AGENT_REDIS_URL" in said and "AGENT_A2A_ENABLE=false" in said, said
+
+
+@pytest.mark.parametrize("limit", ["AGENT_RATE_LIMIT_CHATS=5", "AGENT_RATE_LIMIT_CONCURRENT_CHATS=1",
+                                   "AGENT_TOKEN_BUDGET_PER_DAY=1000"])
+def test_workers_without_redis_refuse_per_caller_limits_that_would_count_per_worker(limit: str) -> None:
+    name, _, value = limit.partition("=")
+    said = _refusal({"AGENT_A2A_ENABLE": "false", name: value})
+    assert "per-caller limits" in said and "AGENT_LIMITS_REDIS_URL" in said and "A2A" not in said, said
+
+
+def test_workers_without_redis_refuse_a_keys_files_own_limits(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.yaml"
+    keys.write_text("keys:\n  - name: team\n    key: s3cret-team-key\n    limits: {chats: 10}\n")
+    said = _refusal({"AGENT_A2A_ENABLE": "false", "AGENT_API_KEYS_FILE": str(keys)})
+    assert "per-caller limits" in said, said
+
+
+def test_a2a_switch_takes_true_or_false_only() -> None:
+    said = _refusal({"AGENT_A2A_ENABLE": "off"})
+    assert "AGENT_A2A_ENABLE must be true or false, not 'off'" in said, said

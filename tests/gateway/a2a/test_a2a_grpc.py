@@ -189,3 +189,24 @@ def test_a_chat_the_service_refuses_is_answered_with_its_status(keyed: ServerPro
         assert dict(refused.trailing_metadata() or ()).get("retry-after", "").isdigit()
 
     asyncio.run(scenario())
+
+
+def test_agent_a2a_enable_false_turns_off_every_binding_and_the_cards() -> None:
+    """``AGENT_A2A_ENABLE=false``: no JSON-RPC, REST or gRPC binding and no card; the rest
+    of the house (REST, MCP) serves on."""
+    with start_server(http=True, env={"AGENT_A2A_ENABLE": "false"}) as off:
+        with httpx.Client(base_url=f"http://127.0.0.1:{off.http_port}", timeout=10) as http:
+            rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"tenant": "echo", "id": "t"}}
+            assert http.post("/a2a/echo", json=rpc, headers={"A2A-Version": "1.0"}).status_code == 404
+            assert http.post("/a2a", json=rpc, headers={"A2A-Version": "1.0"}).status_code == 404
+            assert http.get("/a2a/echo/rest/tasks", headers={"A2A-Version": "1.0"}).status_code == 404
+            assert http.get("/a2a/echo/.well-known/agent-card.json").status_code == 404
+            assert http.get("/.well-known/agent-card.json").status_code == 404
+            assert http.get("/api/v1/list").status_code == 200
+            mcp = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                            headers={"MCP-Protocol-Version": "2025-06-18",
+                                     "Accept": "application/json, text/event-stream"})
+            assert mcp.status_code == 200
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            asyncio.run(_stub_send(off.grpc_target, "echo"))
+        assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
