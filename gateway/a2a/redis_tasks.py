@@ -59,8 +59,8 @@ from a2a.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import InternalError
 
+from gateway.a2a.outage import StoreUnavailable, guarded
 from gateway.a2a.tasks import OWNER_KEY, resolve_owner
 from gateway.state import StateSettings, StateUnavailable
 from gateway.state.redis_state import PREFIX, REDIS_ERRORS, SOCKET_TIMEOUT, RedisState, connect
@@ -132,10 +132,6 @@ def _from_stream(response: StreamResponse) -> Event:
     return event
 
 
-def _unavailable(error: StateUnavailable) -> InternalError:
-    return InternalError(message=f"{error}; retry when it is back")
-
-
 class RedisTaskStore(VersionedTaskStore, TaskEventStream):
     """Tasks and their events on Redis; one per process, shared by every network."""
 
@@ -160,10 +156,9 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         return f"{PREFIX}a2a:events:{task_id}"
 
     async def _guard(self, call: Any) -> Any:
-        try:
-            return await self.state.guard(call)
-        except StateUnavailable as error:
-            raise _unavailable(error) from None
+        """Redis away (logged once by the state) is StoreUnavailable, which every binding
+        answers as a call that found Redis away at its start (:mod:`gateway.a2a.outage`)."""
+        return await guarded(self.state, call)
 
     # ---- VersionedTaskStore ------------------------------------------------------------
 
@@ -267,7 +262,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
             try:
                 reply = await self._tail.xread({key: last}, count=100, block=_TAIL_BLOCK_MS)
             except REDIS_ERRORS as error:
-                raise _unavailable(self.state.outage(error)) from None
+                self.state.outage(error)
+                raise StoreUnavailable() from None
             if not reply:
                 await self.reap_if_orphaned(task_id)  # its failure, if any, arrives as the next event
                 continue
@@ -353,7 +349,7 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
                         await self._reap(raw_id.decode(), owner, replica)
                 for gone in set(self._missing_since) - set(dead):  # no task of theirs is left to reap
                     del self._missing_since[gone]
-            except InternalError:
+            except StoreUnavailable:
                 continue  # Redis is away: logged; look again later
             except REDIS_ERRORS as error:  # a pipeline error the guard did not see
                 self.state.outage(error)
