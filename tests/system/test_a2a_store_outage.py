@@ -88,13 +88,14 @@ def _message(text: str) -> dict[str, Any]:
 
 
 class Wire(Protocol):
-    """One binding spoken on the wire; each call gives ("ok", task id) or the binding's error."""
+    """One binding spoken on the wire; each call gives ("ok", task id) or the binding's error;
+    a stream, its task's id and its end."""
 
     async def send(self, text: str) -> tuple[Any, ...]: ...
     async def get(self, task_id: str) -> tuple[Any, ...]: ...
     async def list_tasks(self) -> tuple[Any, ...]: ...
     async def cancel(self, task_id: str) -> tuple[Any, ...]: ...
-    async def stream(self, text: str, seen: list[str]) -> tuple[Any, ...]: ...
+    async def stream(self, text: str, seen: list[str]) -> tuple[str, tuple[Any, ...]]: ...
 
 
 class JsonRpcWire:
@@ -120,11 +121,11 @@ class JsonRpcWire:
     async def cancel(self, task_id: str) -> tuple[Any, ...]:
         return await self._call("CancelTask", {"id": task_id})
 
-    async def stream(self, text: str, seen: list[str]) -> tuple[Any, ...]:
+    async def stream(self, text: str, seen: list[str]) -> tuple[str, tuple[Any, ...]]:
         body = {"jsonrpc": "2.0", "id": 8, "method": "SendStreamingMessage", "params": {"message": _message(text)}}
         async with self.http.stream("POST", "/a2a/echo", json=body) as reply:
             events = await _sse(reply, seen)
-        return reply.status_code, events[-1]
+        return events[0][1]["result"]["task"]["id"], (reply.status_code, events[-1])
 
 
 class RestWire:
@@ -150,10 +151,10 @@ class RestWire:
     async def cancel(self, task_id: str) -> tuple[Any, ...]:
         return self._outcome(await self.http.post(f"/a2a/echo/rest/tasks/{task_id}:cancel", json={}))
 
-    async def stream(self, text: str, seen: list[str]) -> tuple[Any, ...]:
+    async def stream(self, text: str, seen: list[str]) -> tuple[str, tuple[Any, ...]]:
         async with self.http.stream("POST", "/a2a/echo/rest/message:stream", json={"message": _message(text)}) as reply:
             events = await _sse(reply, seen)
-        return reply.status_code, events[-1]
+        return events[0][1]["task"]["id"], (reply.status_code, events[-1])
 
 
 async def _sse(reply: httpx.Response, seen: list[str]) -> list[tuple[str, Any]]:
@@ -170,6 +171,10 @@ async def _sse(reply: httpx.Response, seen: list[str]) -> list[tuple[str, Any]]:
     return events
 
 
+def _status(error: grpc.aio.AioRpcError) -> tuple[Any, ...]:
+    return error.code().name, error.details(), dict(error.trailing_metadata() or ()).get("retry-after")
+
+
 class GrpcWire:
     """The a2a-sdk's generated stub, to see the raw status."""
 
@@ -181,7 +186,7 @@ class GrpcWire:
         try:
             reply = await call
         except grpc.aio.AioRpcError as error:
-            return error.code().name, error.details(), dict(error.trailing_metadata() or ()).get("retry-after")
+            return _status(error)
         task = reply.task if isinstance(reply, a2a_pb2.SendMessageResponse) else reply
         return "ok", getattr(task, "id", None)
 
@@ -199,15 +204,17 @@ class GrpcWire:
         return await self._outcome(self.stub.CancelTask(a2a_pb2.CancelTaskRequest(tenant="echo", id=task_id),
                                                         timeout=WITHIN))
 
-    async def stream(self, text: str, seen: list[str]) -> tuple[Any, ...]:
+    async def stream(self, text: str, seen: list[str]) -> tuple[str, tuple[Any, ...]]:
         call = self.stub.SendStreamingMessage(a2a_pb2.SendMessageRequest(tenant="echo", message=user_message(text)),
                                               timeout=WITHIN)
+        task_id = ""
         try:
             async for item in call:
+                task_id = task_id or item.task.id
                 seen.append(str(item.WhichOneof("payload")))
         except grpc.aio.AioRpcError as error:
-            return error.code().name, error.details(), dict(error.trailing_metadata() or ()).get("retry-after")
-        return ("ended without an error",)
+            return task_id, _status(error)
+        return task_id, ("ended without an error",)
 
 
 @asynccontextmanager
@@ -270,14 +277,14 @@ async def _mid_call(rig: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], he
         pending.cancel()
 
 
-async def _served_again(binding: str, rig: Rig, task_id: str) -> None:
-    """Redis is back: the SDK client's calls work (a task sent and read, the earlier task read)."""
+async def _served_again(binding: str, rig: Rig, earlier: str) -> a2a_pb2.Task:
+    """Redis is back: the SDK client's calls work (a task sent and read); the ``earlier`` task, read."""
     async with sdk_client(binding, rig) as client:
         events = [e async for e in client.send_message(SendMessageRequest(message=user_message("back again")))]
         task = events[-1].task
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
         assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
-        assert (await client.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_COMPLETED
+        return await client.get_task(GetTaskRequest(id=earlier))
 
 
 def _logged_once_without_tracebacks(rig: Rig) -> None:
@@ -306,7 +313,8 @@ def test_a_call_meeting_a_redis_outage_is_answered_as_one_finding_it_at_its_star
                 async with redis_paused(rig):  # now found at the start of the call: the same answer
                     assert await asyncio.wait_for(call(), WITHIN) == expected, name
                 assert (await calls.get(task_id))[0] == "ok"  # Redis is back
-        await _served_again(binding, rig, task_id)
+        earlier = await _served_again(binding, rig, task_id)
+        assert earlier.status.state == TaskState.TASK_STATE_COMPLETED
 
     asyncio.run(scenario())
     _logged_once_without_tracebacks(rig)
@@ -325,6 +333,8 @@ def _sse_error(binding: str, end: tuple[Any, ...]) -> tuple[str, Any]:
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(rig: Rig, binding: str) -> None:
     async def scenario() -> tuple[Any, ...]:
+        """The stream's end; its task, whose saves failed, is failed with the reason once Redis
+        is back (the a2a-sdk ended its run: left ``working``, it would never end)."""
         async with wire(binding, rig) as calls:
             seen: list[str] = []
             rig.fake.enqueue(Reply.hold())
@@ -333,13 +343,13 @@ def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(rig
                 await _until(lambda: rig.fake.held == 1 and len(seen) >= 2)  # the task, then working
                 async with redis_paused(rig):
                     rig.fake.release()
-                    end = await asyncio.wait_for(pending, WITHIN)
+                    task_id, end = await asyncio.wait_for(pending, WITHIN)
             finally:
                 rig.fake.release()
                 pending.cancel()
-            done = await calls.send("after the stream")
-            assert done[0] == "ok", done
-        await _served_again(binding, rig, str(done[1]))
+        lost = await _served_again(binding, rig, task_id)
+        assert lost.status.state == TaskState.TASK_STATE_FAILED
+        assert "(Redis) was unreachable while this task ran" in lost.status.message.parts[0].text
         return end
 
     end = asyncio.run(scenario())
