@@ -257,19 +257,28 @@ async def redis_paused(rig: Rig) -> AsyncIterator[None]:
         os.kill(rig.pid, signal.SIGCONT)
 
 
-async def _mid_call(rig: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], held: bool = False) -> (
-    tuple[Any, ...]
-):
-    """``call``'s answer with Redis paused after its start (while its LLM call is held, if
+@asynccontextmanager
+async def redis_stopped(rig: Rig) -> AsyncIterator[None]:
+    """Redis killed for the block (connections refused), then started again, empty."""
+    rig.running.redis.stop()
+    try:
+        yield
+    finally:
+        rig.running.redis.start()
+
+
+async def _mid_call(rig: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], held: bool = False,
+                    outage: Callable[[Rig], Any] = redis_paused) -> tuple[Any, ...]:
+    """``call``'s answer with Redis away after its start (while its LLM call is held, if
     ``held``: then released, so the task's saves fail)."""
     if not held:
-        async with redis_paused(rig):
+        async with outage(rig):
             return await asyncio.wait_for(call(), WITHIN)
     rig.fake.enqueue(Reply.hold())
     pending = asyncio.ensure_future(call())
     try:
         await _until(lambda: rig.fake.held == 1)
-        async with redis_paused(rig):
+        async with outage(rig):
             rig.fake.release()
             return await asyncio.wait_for(pending, WITHIN)
     finally:
@@ -277,14 +286,14 @@ async def _mid_call(rig: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], he
         pending.cancel()
 
 
-async def _served_again(binding: str, rig: Rig, earlier: str) -> a2a_pb2.Task:
+async def _served_again(binding: str, rig: Rig, earlier: str = "") -> a2a_pb2.Task:
     """Redis is back: the SDK client's calls work (a task sent and read); the ``earlier`` task, read."""
     async with sdk_client(binding, rig) as client:
         events = [e async for e in client.send_message(SendMessageRequest(message=user_message("back again")))]
         task = events[-1].task
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
         assert (await client.get_task(GetTaskRequest(id=task.id))).id == task.id
-        return await client.get_task(GetTaskRequest(id=earlier))
+        return await client.get_task(GetTaskRequest(id=earlier or task.id))
 
 
 def _logged_once_without_tracebacks(rig: Rig) -> None:
@@ -360,4 +369,21 @@ def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(rig
     else:  # the a2a-sdk's shape of an HTTP+JSON stream's error: the HTTP status as the code
         assert _sse_error(binding, end) == ("error", {"code": 503, "status": "UNAVAILABLE",
                                                       "message": STATE_UNAVAILABLE})
+    _logged_once_without_tracebacks(rig)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_redis_stopped_during_a_call_is_answered_the_same_and_a_restarted_redis_serves(
+    rig: Rig, binding: str,
+) -> None:
+    """Killed rather than paused: the commands are refused, not timed out; then Redis starts
+    again, empty (no persistence)."""
+    async def scenario() -> None:
+        async with wire(binding, rig) as calls:
+            assert (await calls.send("before the outage"))[0] == "ok"
+            assert await _mid_call(rig, lambda: calls.send("held"), held=True, outage=redis_stopped) == \
+                UNAVAILABLE[binding]
+        await _served_again(binding, rig)
+
+    asyncio.run(scenario())
     _logged_once_without_tracebacks(rig)
