@@ -33,11 +33,12 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
-from a2a.utils.errors import InternalError, InvalidParamsError
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format, struct_pb2
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from gateway.a2a.conversations import ConversationStore
+from gateway.a2a.outage import OUTAGE_KEY, STATE_UNAVAILABLE, StoreUnavailable
 from gateway.a2a.tasks import OWNER_KEY
 from gateway.host.errors import RpcFailure, rpc_failure
 from gateway.state import SharedState, StateUnavailable
@@ -106,9 +107,11 @@ def call_state(
     agent: str, metadata: list[tuple[str, Any]], owner: str, refusals: list[RpcFailure], streaming: bool
 ) -> dict[str, Any]:
     """What the executor and the stores read of one call, the same for every binding: the
-    network, the caller's metadata, the owner scope (``owner_of`` the credentials)."""
+    network, the caller's metadata, the owner scope (``owner_of`` the credentials); and where
+    the request handler notes a Redis outage met on the way (:mod:`gateway.a2a.outage`)."""
     return {
         REFUSALS_KEY: refusals,
+        OUTAGE_KEY: [],
         AGENT_KEY: agent,
         GRPC_METADATA_KEY: metadata,
         OWNER_KEY: f"{owner}:{agent}",  # tasks are per key and per network
@@ -151,9 +154,9 @@ class NetworkExecutor(AgentExecutor):
         if raw_context is None and context.context_id:
             try:
                 raw_context = await self._conversations.get(_conversation_key(context))
-            except StateUnavailable as error:
-                raise InternalError(message=f"{error}; send the chat_context from the last answer "
-                                    f"in metadata.{METADATA_KEY} to continue without it") from None
+            except StateUnavailable:
+                raise StoreUnavailable(f"{STATE_UNAVAILABLE}, or send the chat_context from the last answer "
+                                       f"in metadata.{METADATA_KEY} to continue without it") from None
         thinking = options.get("thinking") is True
         request = agent_pb2.ChatRequest(
             user_message=chat_pb2.ChatMessage(type=chat_pb2.ChatMessage.HUMAN, text=text),

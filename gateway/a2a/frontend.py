@@ -48,6 +48,7 @@ from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, grpc_target, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import NetworkExecutor, call_state
+from gateway.a2a.outage import jsonrpc_answer, met, noting_outages, quiet_sdk_reports, rest_answer
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
 from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.push_signing import signer_from_env
@@ -128,21 +129,13 @@ def _refused(request_id: Any, failure: RpcFailure) -> JSONResponse:
                         status_code=failure.http_status, headers=dict(failure.headers()))
 
 
-STATE_UNAVAILABLE = "the shared task store (Redis) is unreachable; retry later"
-RETRY_AFTER = "5"
-
-
-def _state_unavailable(request_id: Any) -> JSONResponse:
-    error = {"code": -32603, "message": STATE_UNAVAILABLE}
-    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=503,
-                        headers={"Retry-After": RETRY_AFTER})
-
-
+@noting_outages
 class _Handler(DefaultRequestHandler):
     """The SDK's handler, and a push notification for a cancel written here for a task that
     runs on another replica (whose own consumer sees it as a version conflict, not an event).
     ``_cancel_remote`` is the SDK's own (private) step for exactly that case; the scale-out
-    test's webhook fails if a new SDK renames it."""
+    test's webhook fails if a new SDK renames it. Its methods note a Redis outage met during
+    a call in the call's state, for the bindings to answer it (:mod:`gateway.a2a.outage`)."""
 
     async def _cancel_remote(self, task_id: str, task: Task, version: TaskVersion,
                              context: ServerCallContext) -> Task:
@@ -168,6 +161,7 @@ class A2AFrontEnd:
         self.conversations = conversations or ConversationStore(self.state)
         self._secured = _api_keys_configured()
         self.tasks: RedisTaskStore | None = None
+        quiet_sdk_reports()
         if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
             from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only when configured
 
@@ -297,9 +291,9 @@ class A2AFrontEnd:
     async def rest(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         """The HTTP+JSON binding: the a2a-sdk's REST routes, below ``/a2a/<network>/rest``."""
         agent = captures["agent"]
-        if not await self.state.available():
-            body = {"code": 14, "status": "UNAVAILABLE", "message": STATE_UNAVAILABLE}
-            return json_response(503, dumps({"error": body}), [("Retry-After", RETRY_AFTER)])
+        if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
+            status, body, headers = rest_answer()
+            return json_response(status, dumps(body), list(headers.items()))
         try:
             await self._description(request, agent)
         except grpc.aio.AioRpcError as error:
@@ -309,23 +303,31 @@ class A2AFrontEnd:
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=path.endswith(":stream"))
         extra = {_SCOPE_STATE: state, "path": path, "raw_path": path.encode()}
-        return await call_asgi(self._rest_refusing(refusals), request, raw, extra)
+        return await call_asgi(self._rest_refusing(refusals, state), request, raw, extra)
 
-    def _rest_refusing(self, refusals: list[RpcFailure]) -> AsgiApp:
-        """The SDK's REST router; a ``message:send`` the service refused (limits, busy server)
-        is answered with the refusal's HTTP status, Status body and Retry-After, as the REST
-        API answers it (a stream has started by then: its task fails with the message)."""
+    def _rest_refusing(self, refusals: list[RpcFailure], state: dict[str, Any]) -> AsgiApp:
+        """The SDK's REST router; a call that met a Redis outage is answered as one that found
+        it at its start; a ``message:send`` the service refused (limits, busy server) with the
+        refusal's HTTP status, Status body and Retry-After, as the REST API answers it (a
+        stream has started by then: its task fails with the message)."""
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             replaced = False
 
             async def send_or_refuse(message: MutableMapping[str, Any]) -> None:
                 nonlocal replaced
-                if message["type"] == "http.response.start" and refusals:
-                    replaced, failure = True, refusals[-1]
+                outage = met(state)
+                if message["type"] == "http.response.start" and (outage or refusals):
+                    if outage is not None:
+                        status, body, named = rest_answer(outage)
+                    else:
+                        failure = refusals[-1]
+                        status, body, named = failure.http_status, {"error": failure.status_dict()}, \
+                            dict(failure.headers())
+                    replaced = True
                     headers = [(b"content-type", b"application/json"),
-                               *((name.lower().encode(), value.encode()) for name, value in failure.headers())]
-                    await send({"type": "http.response.start", "status": failure.http_status, "headers": headers})
-                    await send({"type": "http.response.body", "body": dumps({"error": failure.status_dict()})})
+                               *((name.lower().encode(), value.encode()) for name, value in named.items())]
+                    await send({"type": "http.response.start", "status": status, "headers": headers})
+                    await send({"type": "http.response.body", "body": dumps(body)})
                 elif not replaced:
                     await send(message)
 
@@ -342,7 +344,8 @@ class A2AFrontEnd:
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
         if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
-            return _jsonrpc_error(503, -32603, STATE_UNAVAILABLE, headers=[("Retry-After", RETRY_AFTER)])
+            status, answer, headers = jsonrpc_answer(None)  # the body is not read yet
+            return json_response(status, dumps(answer), list(headers.items()))
         try:
             await self._description(request, agent)  # unknown network or missing key: say so now
         except grpc.aio.AioRpcError as error:
@@ -363,15 +366,15 @@ class A2AFrontEnd:
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
 
-        outages = self.state.outages
-
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             response = await self._dispatcher.handle_requests(Request(scope, receive))
-            if self.state.outages != outages and isinstance(response, JSONResponse) \
-                    and b'"error"' in bytes(response.body):
+            outage = met(state)
+            if outage is not None and isinstance(response, JSONResponse):
                 # Redis went away during this request (the SDK said "internal error"): nothing
-                # is sent yet, so answer as for a request that found it away, 503.
-                response = _state_unavailable(body.get("id") if isinstance(body, dict) else None)
+                # is sent yet, so answer as for a request that found it away, 503. A stream has
+                # started: it ended with an error event saying so.
+                status, answer, headers = jsonrpc_answer(body.get("id") if isinstance(body, dict) else None, outage)
+                response = JSONResponse(answer, status_code=status, headers=headers)
             elif refusals and isinstance(response, JSONResponse):
                 # SendMessage waited for the task, which the service refused: nothing is sent
                 # yet, so say it as REST does. A stream has started: its task failed with the message.

@@ -21,10 +21,12 @@ import grpc
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder, GrpcHandler
 from a2a.types import a2a_pb2
+from a2a.utils.errors import A2AError
 from google.protobuf import message, message_factory
 
 from gateway.a2a.executor import call_state
-from gateway.a2a.frontend import STATE_UNAVAILABLE, A2AFrontEnd
+from gateway.a2a.frontend import A2AFrontEnd
+from gateway.a2a.outage import StoreUnavailable
 from gateway.a2a.tasks import owner_of
 from gateway.host.errors import RpcFailure
 from gateway.host.frontends import CLIENT_ADDRESS_METADATA
@@ -50,6 +52,26 @@ class _CallState(DefaultGrpcServerCallContextBuilder):
         built = super().build(context)
         built.state.update(self._state)
         return built
+
+
+async def abort_unavailable(context: grpc.aio.ServicerContext, error: StoreUnavailable | None = None) -> None:
+    """End the call as one that needs the task store while Redis is away: UNAVAILABLE, the
+    message and a ``retry-after`` trailer, whether found at its start or met during it."""
+    failure = (error or StoreUnavailable()).failure()
+    if failure.retry_after:
+        context.set_trailing_metadata((("retry-after", failure.retry_after),))
+    await context.abort(_CODES[failure.code], failure.message)
+
+
+class _Handler(GrpcHandler):
+    """The SDK's gRPC handler; a Redis outage met during a call (the SDK's table knows only its
+    own errors, and would say UNKNOWN) ends it as one found at its start. A stream that has
+    started ends with that status too."""
+
+    async def abort_context(self, error: A2AError, context: grpc.aio.ServicerContext) -> None:
+        if isinstance(error, StoreUnavailable):
+            await abort_unavailable(context, error)
+        await super().abort_context(error, context)
 
 
 def peer_host(peer: str) -> str:
@@ -96,7 +118,7 @@ class TenantGrpcServicer:
         if not agent:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, NO_TENANT)
         if not await self._frontend.state.available():  # tasks live in Redis, which is away: say so, quickly
-            await context.abort(grpc.StatusCode.UNAVAILABLE, STATE_UNAVAILABLE)
+            await abort_unavailable(context)
         metadata = self._metadata(context)
         try:
             await self._frontend.description(agent, metadata)  # unknown network, missing key: say so now
@@ -105,7 +127,7 @@ class TenantGrpcServicer:
             await context.abort(error.code(), error.details() or "")
         owner = owner_of(dict(metadata))
         state = call_state(agent, metadata, owner, refusals, streaming=method in _STREAMING)
-        return request, GrpcHandler(self._frontend.handler, _CallState(state))
+        return request, _Handler(self._frontend.handler, _CallState(state))
 
     async def unary(self, method: str, raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
         refusals: list[RpcFailure] = []

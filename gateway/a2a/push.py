@@ -40,6 +40,7 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 
+from gateway.a2a.outage import guarded
 from gateway.a2a.tasks import resolve_owner
 from gateway.state import StateUnavailable
 
@@ -89,11 +90,11 @@ class RedisPushConfigStore(PushNotificationConfigStore):
         async with self._state.redis.pipeline(transaction=True) as pipe:
             pipe.hset(self._key(task_id), field, stored.SerializeToString())
             pipe.pexpire(self._key(task_id), self._ttl_ms)
-            await self._state.guard(pipe.execute())
+            await guarded(self._state, pipe.execute())
         return stored
 
     async def _all(self, task_id: str) -> dict[str, TaskPushNotificationConfig]:
-        raw = await self._state.guard(self._state.redis.hgetall(self._key(task_id)))
+        raw = await guarded(self._state, self._state.redis.hgetall(self._key(task_id)))
         return {field.decode(): TaskPushNotificationConfig.FromString(value) for field, value in raw.items()}
 
     async def get_info(self, task_id: str, context: ServerCallContext) -> list[TaskPushNotificationConfig]:
@@ -108,7 +109,7 @@ class RedisPushConfigStore(PushNotificationConfigStore):
         fields = [f for f in await self._all(task_id) if f.startswith(prefix) and
                   (config_id is None or f == prefix + config_id)]
         if fields:
-            await self._state.guard(self._state.redis.hdel(self._key(task_id), *fields))
+            await guarded(self._state, self._state.redis.hdel(self._key(task_id), *fields))
 
 
 class RetryingPushSender(PushNotificationSender):

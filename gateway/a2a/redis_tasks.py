@@ -20,7 +20,10 @@ that did not run the task). These are their Redis implementations:
   task looks too). A lease found missing is not yet a death: a Redis restarted without
   persistence has lost every lease, and each live replica writes its own back only at its
   next beat; so a replica is dead once its lease has stayed missing for a whole lease
-  (:meth:`RedisTaskStore._replica_dead`).
+  (:meth:`RedisTaskStore._replica_dead`);
+- Redis away is :class:`~gateway.a2a.outage.StoreUnavailable` (each binding's "unavailable");
+  a task of this replica whose save failed then (which ends its run) is failed, with the
+  reason, once Redis is back (by the next look, or by reading it).
 
 Without ``AGENT_REDIS_URL`` the tasks stay in memory (:mod:`gateway.a2a.tasks`).
 """
@@ -59,8 +62,8 @@ from a2a.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import InternalError
 
+from gateway.a2a.outage import StoreUnavailable, guarded
 from gateway.a2a.tasks import OWNER_KEY, resolve_owner
 from gateway.state import StateSettings, StateUnavailable
 from gateway.state.redis_state import PREFIX, REDIS_ERRORS, SOCKET_TIMEOUT, RedisState, connect
@@ -107,6 +110,13 @@ return version
 """
 
 
+_UNKNOWN = "its outcome is unknown: send the message again"
+
+
+def _replica_stopped(replica: str) -> str:
+    return f"the server replica running this task ({replica}) stopped before it ended; {_UNKNOWN}"
+
+
 def _version(value: TaskVersion) -> int:
     raw = value._value  # the SDK leaves the wrapped value to the store that made it
     return raw if isinstance(raw, int) else 0
@@ -132,10 +142,6 @@ def _from_stream(response: StreamResponse) -> Event:
     return event
 
 
-def _unavailable(error: StateUnavailable) -> InternalError:
-    return InternalError(message=f"{error}; retry when it is back")
-
-
 class RedisTaskStore(VersionedTaskStore, TaskEventStream):
     """Tasks and their events on Redis; one per process, shared by every network."""
 
@@ -148,6 +154,11 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         self._reaper: asyncio.Task[None] | None = None
         #: Replica id -> when this replica first found its lease missing (monotonic seconds).
         self._missing_since: dict[str, float] = {}
+        #: Task id -> owner: the tasks this replica runs, and those of them whose save failed
+        #: because Redis was away (the a2a-sdk ends such a task's run: it is failed, with the
+        #: reason, once Redis is back, rather than left ``working`` for good).
+        self._mine: dict[str, str] = {}
+        self._lost: dict[str, str] = {}
         #: Told of a task this replica failed for a dead one (the push notifications).
         self.push_sender: PushNotificationSender | None = None
 
@@ -160,10 +171,9 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         return f"{PREFIX}a2a:events:{task_id}"
 
     async def _guard(self, call: Any) -> Any:
-        try:
-            return await self.state.guard(call)
-        except StateUnavailable as error:
-            raise _unavailable(error) from None
+        """Redis away (logged once by the state) is StoreUnavailable, which every binding
+        answers as a call that found Redis away at its start (:mod:`gateway.a2a.outage`)."""
+        return await guarded(self.state, call)
 
     # ---- VersionedTaskStore ------------------------------------------------------------
 
@@ -198,7 +208,14 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
             "1" if state in TERMINAL_TASK_STATES else "0", _TERMINAL, task.id, f"{PREFIX}a2a:task:",
         ]
         keys = [self._task_key(task.id), f"{PREFIX}a2a:owner:{owner}", _RUNNING]
-        version = int(await self._guard(self._save(keys=keys, args=args)))
+        try:
+            version = int(await self._guard(self._save(keys=keys, args=args)))
+        except StoreUnavailable:
+            if task.id in self._mine:
+                self._lost[task.id] = self._mine.pop(task.id)
+            raise
+        if state in TERMINAL_TASK_STATES:
+            self._mine.pop(task.id, None)
         if version < 0:
             raise ConcurrentTaskModificationError(task.id)
         return TaskVersion(version)
@@ -214,7 +231,9 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         if found is None or found[0] != resolve_owner(context):
             return None
         stored = found[1]
-        if stored.task.status.state not in TERMINAL_TASK_STATES:
+        if stored.task.status.state in TERMINAL_TASK_STATES:
+            self._mine.pop(task_id, None)  # ended by another writer (a cancel, a reaper): not run here now
+        else:
             reaped = await self.reap_if_orphaned(task_id)
             if reaped is not None:
                 return reaped
@@ -267,7 +286,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
             try:
                 reply = await self._tail.xread({key: last}, count=100, block=_TAIL_BLOCK_MS)
             except REDIS_ERRORS as error:
-                raise _unavailable(self.state.outage(error)) from None
+                self.state.outage(error)
+                raise StoreUnavailable() from None
             if not reply:
                 await self.reap_if_orphaned(task_id)  # its failure, if any, arrives as the next event
                 continue
@@ -285,17 +305,21 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
 
     async def running(self, task_id: str, owner: str) -> None:
         """Note that this replica runs ``task_id`` (until the task is saved in a final state)."""
+        self._mine[task_id] = owner
         await self._guard(self.redis.hset(_RUNNING, task_id, f"{self.state.replica_id}\n{owner}"))
 
     async def reap_if_orphaned(self, task_id: str) -> StoredTask | None:
-        """Fail ``task_id`` if the replica running it lost its lease; the failed task, or None."""
+        """Fail ``task_id`` if the replica running it lost its lease, or if it ran here and a
+        save failed (Redis away); the failed task, or None."""
+        if task_id in self._lost:
+            return await self._fail_lost(task_id)
         entry = await self._guard(self.redis.hget(_RUNNING, task_id))
         if entry is None:
             return None
         replica, _, owner = entry.decode().partition("\n")
         if replica == self.state.replica_id or not await self._replica_dead(replica):
             return None
-        return await self._reap(task_id, owner, replica)
+        return await self._reap(task_id, owner, _replica_stopped(replica))
 
     async def _replica_dead(self, replica: str) -> bool:
         """Whether ``replica``'s lease has been missing for a whole lease. Missing at one look
@@ -308,7 +332,13 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         now = time.monotonic()
         return now - self._missing_since.setdefault(replica, now) >= self.state.lease_seconds
 
-    async def _reap(self, task_id: str, owner: str, replica: str) -> StoredTask | None:
+    async def _fail_lost(self, task_id: str) -> StoredTask | None:
+        reaped = await self._reap(task_id, self._lost[task_id], "the shared task store (Redis) was unreachable "
+                                  f"while this task ran; {_UNKNOWN}")
+        self._lost.pop(task_id, None)  # failed now (or ended, or moved on elsewhere)
+        return reaped
+
+    async def _reap(self, task_id: str, owner: str, reason: str) -> StoredTask | None:
         found = await self._read(task_id)
         if found is None or found[0] != owner:
             await self._guard(self.redis.hdel(_RUNNING, task_id))
@@ -317,8 +347,6 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         if task.status.state in TERMINAL_TASK_STATES:
             await self._guard(self.redis.hdel(_RUNNING, task_id))
             return found[1]
-        reason = (f"the server replica running this task ({replica}) stopped before it ended; "
-                  "its outcome is unknown: send the message again")
         failed = Task()
         failed.CopyFrom(task)
         failed.status.CopyFrom(TaskStatus(
@@ -339,7 +367,8 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
         return StoredTask(failed, new_version)
 
     async def _reap_loop(self) -> None:
-        """Every half lease, fail the tasks of replicas whose lease expired."""
+        """Every half lease, fail the tasks of replicas whose lease expired, and this replica's
+        tasks whose save failed while Redis was away."""
         while True:
             await asyncio.sleep(self.state.lease_seconds / 2)
             try:
@@ -350,10 +379,12 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
                     if replica not in dead:
                         dead[replica] = await self._replica_dead(replica)
                     if dead[replica]:
-                        await self._reap(raw_id.decode(), owner, replica)
+                        await self._reap(raw_id.decode(), owner, _replica_stopped(replica))
+                for task_id in list(self._lost):
+                    await self._fail_lost(task_id)
                 for gone in set(self._missing_since) - set(dead):  # no task of theirs is left to reap
                     del self._missing_since[gone]
-            except InternalError:
+            except StoreUnavailable:
                 continue  # Redis is away: logged; look again later
             except REDIS_ERRORS as error:  # a pipeline error the guard did not see
                 self.state.outage(error)

@@ -40,9 +40,6 @@ class SharedState(ABC):
     shared: bool = False
     #: This process's name in the shared state (leases, logs).
     replica_id: str = ""
-    #: How many calls found the engine unreachable so far (a request compares it before and
-    #: after, to answer 503 when the engine went away while it ran).
-    outages: int = 0
 
     # ---- conversations: small JSON documents that expire -------------------------------
 

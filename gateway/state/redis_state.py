@@ -92,7 +92,6 @@ class RedisState(SharedState):
     # ---- outage bookkeeping ------------------------------------------------------------
 
     def outage(self, error: BaseException) -> StateUnavailable:
-        self.outages += 1
         if not self._degraded:
             log.warning("Redis for the shared front-end state is unreachable (%s): A2A tasks, contextIds and "
                         "cancellations across replicas fail until it is back", error or type(error).__name__)
