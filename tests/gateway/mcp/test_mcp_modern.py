@@ -46,10 +46,16 @@ def request(method: str, params: dict[str, Any] | None = None, request_id: Any =
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
 
 
+def _printable(text: str) -> str:
+    """``text`` as a header can carry it: what is not printable ASCII (control characters,
+    which http.client refuses to send, and non-ASCII) becomes ``?``."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text)
+
+
 def headers_for(body: dict[str, Any], key: str | None = USER_KEY, **extra: str) -> dict[str, str]:
     """The headers a conforming client mirrors from its body (Streamable HTTP, "Request Metadata")."""
     headers = {"Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": MODERN,
-               "Mcp-Method": str(body.get("method")).encode("ascii", "replace").decode()}
+               "Mcp-Method": _printable(str(body.get("method")))}
     params = body.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     if isinstance(name, str):
