@@ -42,9 +42,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuro_san.cli.serve_settings import a2a_served, config_from_args
+
+if TYPE_CHECKING:
+    from neuro_san.service.server import ServerConfig
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -199,29 +202,28 @@ def _await_ready(worker: _Worker, read_end: int) -> None:
     worker.ready.set()
 
 
-def _ports(args: argparse.Namespace) -> tuple[str, int, int]:
-    config = config_from_args(args)
+def _ports(args: argparse.Namespace, config: ServerConfig) -> tuple[str, int, int]:
     http_port = args.http_port
     if http_port is None:
         http_port = int(os.environ.get("AGENT_HTTP_PORT", "8080") or 8080)
     return config.host, config.port, http_port
 
 
-def _check_settings(args: argparse.Namespace, count: int) -> None:
+def _check_settings(args: argparse.Namespace, config: ServerConfig, count: int) -> None:
     """Settings every worker would refuse, refused once here before any is started: the
-    server's own (``_ports`` reads them), the HTTP gateway's connection limits, and state
+    server's own (``config``, read by the caller), the HTTP gateway's connection limits, and state
     the workers would each keep alone (:func:`_per_worker_state`)."""
     if not args.no_http:
         # Lazy: the HTTP side only when HTTP is served.
         from gateway.host.connection_guard import ConnectionLimits
 
         ConnectionLimits.from_env(os.environ)
-    alone = _per_worker_state(args)
+    alone = _per_worker_state(args, config)
     if alone:
         raise ValueError(f"--workers {count}: " + "; ".join(alone))
 
 
-def _per_worker_state(args: argparse.Namespace) -> list[str]:
+def _per_worker_state(args: argparse.Namespace, config: ServerConfig) -> list[str]:
     """What would be each worker's own without Redis, said with how to share it or turn it
     off. The kernel hands each new connection to any worker, so state one worker keeps is
     missing on the others: a client would see it come and go (an A2A GetTask finding its task
@@ -236,7 +238,6 @@ def _per_worker_state(args: argparse.Namespace) -> list[str]:
         alone.append(f"A2A's tasks, contextIds and push configurations would be each worker's own, and a "
                      f"client's next request may reach another worker (a GetTask would miss its task): set "
                      f"{REDIS_URL_ENV} to a Redis the workers share, or turn A2A off (AGENT_A2A_ENABLE=false)")
-    config = config_from_args(args)
     if (config.rate_limits.limits_anything or config.access.keys_have_limits) and not config.limits_redis_url:
         alone.append("the per-caller limits (AGENT_RATE_LIMIT_*, AGENT_TOKEN_BUDGET_*, the keys file's limits) "
                      "would count per worker, so a caller could use several times what they say: set "
@@ -249,8 +250,9 @@ def supervise(args: argparse.Namespace, count: int) -> int:
     from neuro_san.core.errors import ConfigurationError
 
     try:
-        host, grpc_wanted, http_wanted = _ports(args)
-        _check_settings(args, count)
+        config = config_from_args(args)
+        host, grpc_wanted, http_wanted = _ports(args, config)
+        _check_settings(args, config, count)
     except (ValueError, ConfigurationError) as bad:  # one line and exit 2, as a single server
         log.error("not starting: %s", bad)
         return 2
