@@ -31,6 +31,7 @@ from gateway.a2a.tasks import owner_of
 from gateway.host.errors import RpcFailure
 from gateway.host.frontends import CLIENT_ADDRESS_METADATA
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
+from neuro_san.core.internal_metadata import GATEWAY_OWNED_KEYS
 
 _METHODS = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].methods_by_name
 _STREAMING = frozenset({"SendStreamingMessage"})
@@ -90,7 +91,7 @@ class TenantGrpcServicer:
     def __init__(self, frontend: A2AFrontEnd) -> None:
         self._frontend = frontend
         forwarded = {name.lower() for name in frontend.context.config.forwarded_headers}
-        self._passed = frozenset(forwarded | _CREDENTIALS)
+        self._passed = frozenset(forwarded | _CREDENTIALS) - GATEWAY_OWNED_KEYS  # never a caller's
 
     def _metadata(self, context: grpc.aio.ServicerContext) -> list[tuple[str, Any]]:
         """The caller's metadata as the HTTP bindings pass headers on; the client's address

@@ -36,6 +36,7 @@ from aiohttp import web
 from gateway.host.errors import GatewayError, status_refusal
 from gateway.host.pattern import CompiledPattern
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
+from neuro_san.core.internal_metadata import CLIENT_ADDRESS_KEY
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The metadata key of the HTTP client's address (see ``FrontEndContext.metadata``).
-CLIENT_ADDRESS_METADATA = "x-neuro-san-client"
+CLIENT_ADDRESS_METADATA = CLIENT_ADDRESS_KEY
 
 #: A handler gets the request, the route template's captures and the body the host read
 #: (``b""`` for a route that takes none).

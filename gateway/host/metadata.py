@@ -3,13 +3,15 @@
 In (our policy, written down):
 
 - ``Grpc-Metadata-<Key>: v`` → ``<key>: v`` (the generic pass-through).
-- ``Authorization`` → ``authorization``.
+- ``Authorization`` → ``authorization``, ``X-Api-Key`` → ``x-api-key`` (the credentials gRPC takes).
 - Each header named in ``forwarded_headers`` (neuro-san's
   ``AGENT_FORWARDED_REQUEST_METADATA``, e.g. ``request_id user_id``) → that name,
   lower-cased.
 - ``Traceparent`` / ``Tracestate`` (W3C trace context) → ``traceparent`` / ``tracestate``,
   always, so a traced server continues the caller's trace.
-- Everything else is not forwarded.
+- Everything else is not forwarded, and never, by any of these spellings, a key the server
+  uses internally or ``agent-name`` (:data:`neuro_san.core.internal_metadata.GATEWAY_OWNED_KEYS`):
+  on HTTP only the gateway sets those, so ``Grpc-Metadata-Neuro-San-Public-Directory`` is dropped.
 
 Python gRPC fails the *whole call* on an upper-case key, a non-ASCII value or a ``str``
 for a ``-bin`` key, so keys are lower-cased, keys outside ``[0-9a-z_.-]`` and
@@ -31,11 +33,14 @@ from collections.abc import Iterable, Mapping
 
 from gateway.host.errors import GatewayError, bad_request
 from neuro_san.core.errors import Code
+from neuro_san.core.internal_metadata import GATEWAY_OWNED_KEYS
 
 MetadataValue = str | bytes
 Metadata = list[tuple[str, MetadataValue]]
 
 _METADATA_PREFIX = "grpc-metadata-"
+#: Forwarded whatever ``forwarded_headers`` says: what the service authenticates with.
+_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key"})
 #: W3C trace context headers: forwarded whatever ``forwarded_headers`` says.
 TRACE_HEADERS = ("traceparent", "tracestate")
 _VALID_KEY = re.compile(r"^[0-9a-z_.\-]+$")
@@ -84,11 +89,11 @@ class HeaderMapper:
             lower = name.lower()
             if lower.startswith(_METADATA_PREFIX):
                 key = lower[len(_METADATA_PREFIX) :]
-            elif lower == "authorization" or lower in self._forwarded:
+            elif lower in _CREDENTIAL_HEADERS or lower in self._forwarded:
                 key = lower
             else:
                 continue
-            if not _allowed_key(key):
+            if not _allowed_key(key) or key in GATEWAY_OWNED_KEYS:
                 continue
             if key.endswith("-bin"):
                 metadata.append((key, decode_bin(name, value)))

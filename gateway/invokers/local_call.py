@@ -29,6 +29,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
+from neuro_san.core.internal_metadata import IN_PROCESS_PEER
+
 log = logging.getLogger(__name__)
 
 MetadataPairs = Sequence[tuple[str, Any]]
@@ -91,7 +93,7 @@ class LocalContext:
         return self.is_cancelled
 
     def peer(self) -> str:
-        return "local:in-process"
+        return IN_PROCESS_PEER  # the one peer whose internal metadata the service trusts
 
     def peer_identities(self) -> None:
         return None

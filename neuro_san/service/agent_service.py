@@ -34,6 +34,7 @@ from neuro_san.core.access import (
 )
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
+from neuro_san.core.internal_metadata import AGENT_NAME_KEY, inbound_metadata
 from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 
 SERVICE = agent_pb2.DESCRIPTOR.services_by_name["AgentService"].full_name
 AGENT_SUFFIX = ".AgentService"
-AGENT_NAME_KEY = "agent-name"
 
 _EMPTY_RESPONSE = agent_pb2.ChatResponse()
 
@@ -219,7 +219,8 @@ class AgentRouter(grpc.GenericRpcHandler):
     @contextmanager
     def _observed(self, method: str, agent: str | None, context: grpc.aio.ServicerContext) -> Iterator[_Call]:
         """Report the call to telemetry and the log with the status it ends with."""
-        metadata = tuple(context.invocation_metadata() or ())
+        # Internal keys (the public directory, the private-network rule…) only from the in-process gateway.
+        metadata = inbound_metadata(context.invocation_metadata(), context.peer())
         call = _Call(agent or "", request_id_from(metadata), method, metadata=metadata)
         self._telemetry.request_started(call.agent, method)
         started = time.monotonic()

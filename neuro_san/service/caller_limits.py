@@ -14,11 +14,8 @@ from typing import Any
 from prometheus_client import Counter
 
 from neuro_san.core.access import ANYONE, Principal
+from neuro_san.core.internal_metadata import CLIENT_ADDRESS_KEY, IN_PROCESS_PEER
 from neuro_san.core.rate_limits import CallerLimits
-
-#: Metadata the in-process gateway sets to the HTTP client's address.
-CLIENT_ADDRESS_KEY = "x-neuro-san-client"  # gateway.host.frontends.CLIENT_ADDRESS_METADATA
-IN_PROCESS_PEER = "local:in-process"
 
 DECISIONS = Counter(
     "neuro_san_rate_limit_decisions",

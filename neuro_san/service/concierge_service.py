@@ -7,6 +7,7 @@ import grpc
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy, credentials_from_metadata, public_directory
 from neuro_san.core.host import AgentHost
+from neuro_san.core.internal_metadata import inbound_metadata
 from neuro_san.core.mcp_listing import mcp_listing, wants_mcp_listing
 from neuro_san.service.errors import abort_with
 from neuro_san.wire import convert
@@ -21,7 +22,7 @@ class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):
         self, request: concierge_pb2.ConciergeRequest, context: grpc.aio.ServicerContext
     ) -> concierge_pb2.ConciergeResponse:
         try:
-            metadata = context.invocation_metadata() or ()
+            metadata = inbound_metadata(context.invocation_metadata(), context.peer())  # internal keys: ours only
             if not self._access.enabled or public_directory(metadata):  # the public directory: no credentials
                 visible = self._host.list_agents()
             else:

@@ -1,0 +1,53 @@
+"""Internal metadata keys are never taken from a client (issue 33, items 1 and 8)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import httpx
+import pytest
+from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
+
+from tests.support.servers import ServerProcess, start_server
+
+pytestmark = pytest.mark.slow
+
+SMUGGLED = {"Grpc-Metadata-neuro-san-public-directory": "true"}
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[ServerProcess]:
+    with start_server(http=True, env={"AGENT_API_KEYS": "the-key"}) as server:
+        yield server
+
+
+def test_a_smuggled_public_directory_header_gets_401_on_every_http_front_end(secured: ServerProcess) -> None:
+    base = secured.http_base
+    assert httpx.get(f"{base}/api/v1/list", headers=SMUGGLED, timeout=10).status_code == 401
+    assert httpx.get(f"{base}/api/v1/hello_world/function", headers=SMUGGLED, timeout=10).status_code == 401
+    mcp_headers = {**SMUGGLED, "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    client = {"name": "t", "version": "1"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}}
+    assert httpx.post(f"{base}/mcp", json=init, headers=mcp_headers, timeout=10).status_code == 401
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    assert httpx.post(f"{base}/mcp", json=listing, headers=mcp_headers, timeout=10).status_code == 401
+    send = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}
+    headers = {**SMUGGLED, "A2A-Version": "1.0"}
+    assert httpx.post(f"{base}/a2a/hello_world", json=send, headers=headers, timeout=10).status_code == 401
+
+
+def test_raw_grpc_with_internal_metadata_is_not_trusted(secured: ServerProcess) -> None:
+    with grpc.insecure_channel(secured.grpc_target) as channel:
+        stub = concierge_pb2_grpc.ConciergeServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as failure:
+            stub.List(concierge_pb2.ConciergeRequest(), metadata=[("neuro-san-public-directory", "true")], timeout=10)
+        assert failure.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_x_api_key_works_over_http_as_over_grpc(secured: ServerProcess) -> None:
+    reply = httpx.get(f"{secured.http_base}/api/v1/list", headers={"X-Api-Key": "the-key"}, timeout=10)
+    assert reply.status_code == 200
+    assert reply.json()["agents"]
