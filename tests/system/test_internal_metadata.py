@@ -51,3 +51,13 @@ def test_x_api_key_works_over_http_as_over_grpc(secured: ServerProcess) -> None:
     reply = httpx.get(f"{secured.http_base}/api/v1/list", headers={"X-Api-Key": "the-key"}, timeout=10)
     assert reply.status_code == 200
     assert reply.json()["agents"]
+
+
+def test_the_header_mapping_never_yields_a_gateway_owned_key() -> None:
+    from gateway.host.metadata import HeaderMapper
+
+    mapper = HeaderMapper(["user_id", "agent-name", "x-neuro-san-client"])
+    headers = {"Grpc-Metadata-agent-name": "calc", "Grpc-Metadata-neuro-san-mcp-tools": "true",
+               "Grpc-Metadata-neuro-san-private-named-only": "false", "Grpc-Metadata-x-neuro-san-client": "1.2.3.4",
+               "agent-name": "calc", "User_Id": "u1"}
+    assert mapper.to_metadata(headers) == [("user_id", "u1")]
