@@ -6,6 +6,8 @@ out of file descriptors. Here, per connection:
 
 - ``header_seconds``: once the first byte of a request arrives, its request line and
   headers must be complete within this time, or the connection is closed (slowloris).
+  This holds for every request on the connection, a pipelined one included (a whole
+  request followed by half of another is closed after this, not the idle timeout).
 - ``idle_seconds``: a connection with no request in progress and no bytes pending is
   closed after this long (aiohttp's keep-alive timeout, also applied to a connection that
   never sends anything).
@@ -142,14 +144,28 @@ class _GuardedRequestHandler(RequestHandler):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
-        waiting_for_headers = not self._request_in_progress and not self._messages
-        if data and waiting_for_headers and self._header_deadline is None:
-            self._header_deadline = self._loop.call_later(
-                self._counter.limits.header_seconds, self._headers_too_slow
-            )
+        # Bytes that start a request: nothing queued and no body being read. (Bytes
+        # that arrive while a request's body is still open are that body, which the
+        # body reader's own deadline bounds.)
+        starts_request = not self._messages and not self._reading_a_body()
+        if data and starts_request and self._header_deadline is None:
+            self._arm_header_deadline()
+        queued = len(self._messages)
         super().data_received(data)
-        if self._messages:  # a request's headers are complete
+        if len(self._messages) > queued:  # a request's headers are complete
             self._cancel_header_deadline()
+            # The same bytes may also hold the start of the next (pipelined) request,
+            # which the parser keeps: its headers get the deadline too, not the idle one.
+            if _ends_inside_a_request(data, self._messages[-1]):
+                self._arm_header_deadline()
+
+    def _reading_a_body(self) -> bool:
+        request = self._current_request
+        return self._request_in_progress and request is not None and not request.content.is_eof()
+
+    def _arm_header_deadline(self) -> None:
+        self._cancel_header_deadline()
+        self._header_deadline = self._loop.call_later(self._counter.limits.header_seconds, self._headers_too_slow)
 
     def _cancel_header_deadline(self) -> None:
         if self._header_deadline is not None:
@@ -158,9 +174,42 @@ class _GuardedRequestHandler(RequestHandler):
 
     def _headers_too_slow(self) -> None:
         self._header_deadline = None
-        if not self._request_in_progress and not self._messages:
-            log.info("closed a connection from %s: request headers not complete in time", self._address)
-            self.force_close()
+        if self._messages:  # the headers did complete
+            return
+        if self._request_in_progress:
+            # An earlier request is still being answered: its answer is not cut short;
+            # the late headers are closed on as soon as it is done.
+            self._header_deadline = self._loop.call_later(_RECHECK_SECONDS, self._headers_too_slow)
+            return
+        log.info("closed a connection from %s: request headers not complete in time", self._address)
+        self.force_close()
+
+
+_RECHECK_SECONDS = 0.2
+
+
+def _ends_inside_a_request(data: bytes, last: tuple[Any, Any]) -> bool:
+    """Whether ``data``, whose bytes completed the headers of the request ``last``, ends
+    after that request (with the start of another one) rather than at its end.
+
+    aiohttp's C parser keeps a pipelined partial request to itself, so this is read off
+    the bytes: a request without a body ends its chunk with the blank line, one with a
+    ``Content-Length`` body with blank line + body, a chunked one with the last chunk.
+    A body still being read is bounded by the body deadline instead."""
+    message, payload = last
+    if not data or not hasattr(message, "headers") or not payload.is_eof():
+        return False
+    if getattr(message, "chunked", False):
+        return not data.endswith(b"0\r\n\r\n")
+    try:
+        length = int(message.headers.get("Content-Length") or 0)
+    except ValueError:
+        return False
+    if length == 0:
+        return not data.endswith(b"\r\n\r\n")
+    if len(data) < length + 4:  # the headers came in an earlier chunk
+        return False
+    return data[len(data) - length - 4:len(data) - length] != b"\r\n\r\n"
 
 
 class _GuardedServer(Server):
