@@ -165,7 +165,10 @@ class Host:
         body = b""
         if route.reads_body:
             body = await read_guarded_body(
-                request, self.config.connection_limits.body_read_seconds, self.config.max_body_bytes
+                request,
+                self.config.connection_limits.body_read_seconds,
+                self.config.max_body_bytes,
+                self.config.connection_limits.body_total_seconds,
             )
         return await route.handler(request, captures, body)
 

@@ -19,15 +19,24 @@ from gateway.host.errors import GatewayError
 from neuro_san.core.errors import Code
 
 
-async def read_guarded_body(request: web.BaseRequest, per_read_seconds: float, limit: int) -> bytes:
-    """The request body, each read bounded by ``per_read_seconds``, at most ``limit`` bytes."""
+async def read_guarded_body(
+    request: web.BaseRequest, per_read_seconds: float, limit: int, total_seconds: float | None = None
+) -> bytes:
+    """The request body, each read bounded by ``per_read_seconds`` and the whole body by
+    ``total_seconds`` (a client trickling one byte per read would pass the per-read
+    deadline forever), at most ``limit`` bytes."""
     if request.content_length is not None and request.content_length > limit:
         raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
+    loop = asyncio.get_running_loop()
+    ends = None if total_seconds is None else loop.time() + total_seconds
     while True:
+        timeout = per_read_seconds if ends is None else min(per_read_seconds, ends - loop.time())
         try:
-            async with asyncio.timeout(per_read_seconds):
+            if timeout <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(timeout):
                 chunk = await request.content.readany()
         except TimeoutError:
             # The rest of the body may still come: the connection cannot carry another
@@ -35,7 +44,11 @@ async def read_guarded_body(request: web.BaseRequest, per_read_seconds: float, l
             request.protocol.close()
             raise GatewayError(
                 Code.DEADLINE_EXCEEDED,
-                f"the request body stalled for {per_read_seconds:g} s; send it without pauses",
+                (
+                    f"the request body took longer than {total_seconds:g} s; send it at once"
+                    if ends is not None and loop.time() >= ends
+                    else f"the request body stalled for {per_read_seconds:g} s; send it without pauses"
+                ),
                 status=408,
                 headers={"Connection": "close"},
             ) from None

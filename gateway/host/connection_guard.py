@@ -15,7 +15,7 @@ out of file descriptors. Here, per connection:
   gets an immediate ``503`` with ``Retry-After`` and ``Connection: close`` (a clean
   refusal a client can act on, never a hang); 0 turns a cap off.
 
-Each body read has its own deadline, enforced by the host's one body reader
+Each body read has its own deadline and the whole body one more, enforced by the host's one body reader
 (:mod:`gateway.host.body`), which every route's body goes through. The caps count
 connections per process (each ``--workers`` process has its own).
 """
@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 class ConnectionLimits:
     header_seconds: float = 10.0
     body_read_seconds: float = 30.0
+    body_total_seconds: float = 60.0
     idle_seconds: float = 75.0
     max_connections: int = 10_000
     max_connections_per_address: int = 1_000
@@ -59,6 +60,7 @@ class ConnectionLimits:
 _ENV_SETTINGS: tuple[tuple[str, str, type], ...] = (
     ("AGENT_HTTP_HEADER_TIMEOUT_SECONDS", "header_seconds", float),
     ("AGENT_HTTP_BODY_READ_TIMEOUT_SECONDS", "body_read_seconds", float),
+    ("AGENT_HTTP_BODY_TOTAL_TIMEOUT_SECONDS", "body_total_seconds", float),
     ("AGENT_HTTP_IDLE_TIMEOUT_SECONDS", "idle_seconds", float),
     ("AGENT_HTTP_MAX_CONNECTIONS", "max_connections", int),
     ("AGENT_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "max_connections_per_address", int),

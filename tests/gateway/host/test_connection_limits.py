@@ -112,6 +112,31 @@ def test_a_stalled_body_gets_408_and_a_close() -> None:
         sock.close()
 
 
+def test_a_trickled_body_is_cut_off_by_the_total_deadline() -> None:
+    # Each byte arrives well within the per-read deadline; only the total one stops it.
+    env = {"AGENT_HTTP_BODY_READ_TIMEOUT_SECONDS": "5", "AGENT_HTTP_BODY_TOTAL_TIMEOUT_SECONDS": "1.5"}
+    with start_server(env=env, http=True) as server:
+        sock = _connect(server.http_port)
+        sock.sendall(
+            b"POST /api/v1/echo/streaming_chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n"
+        )
+        sock.settimeout(0.3)
+        started = time.monotonic()
+        reply = b""
+        while time.monotonic() - started < 6 and not reply:
+            try:
+                sock.sendall(b" ")
+                reply = sock.recv(4096)
+            except TimeoutError:
+                continue
+        assert reply.startswith(b"HTTP/1.1 408"), reply
+        assert time.monotonic() - started < 4
+        sock.settimeout(5)
+        assert closed_by_server(sock, 5)
+        sock.close()
+
+
 # -- gRPC --------------------------------------------------------------------------------
 
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
