@@ -122,3 +122,25 @@ def test_push_url_ranges_can_be_allowed_and_bad_ones_are_refused() -> None:
     assert asyncio.run(PushUrlPolicy().why_refused("http://93.184.215.14/hook")) is None  # public: fine
     with pytest.raises(ValueError, match="AGENT_A2A_PUSH_ALLOWED_NETWORKS"):
         allowed_networks({"AGENT_A2A_PUSH_ALLOWED_NETWORKS": "10.0.0.0/99"})
+
+
+@pytest.mark.parametrize("url", [
+    "http://[64:ff9b::7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[64:ff9b:1::808:808]/",
+    "http://[2002:7f00:1::]/", "http://[2002:a9fe:a9fe::]/", "http://[::7f00:1]/", "http://[::ffff:127.0.0.1]/",
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo, client 127.0.0.1 (inverted)
+    "http://224.0.0.1/", "http://239.255.255.250/", "http://[ff02::1]/", "http://[ff0e::1]/",
+])
+def test_push_urls_embedding_or_multicast_are_refused(url: str) -> None:
+    from gateway.a2a.push_policy import PushUrlPolicy
+
+    assert asyncio.run(PushUrlPolicy().why_refused(url)) is not None
+
+
+def test_push_url_resolution_answers_the_checked_address() -> None:
+    from gateway.a2a.push_policy import PushUrlPolicy, Resolved
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["93.184.215.14"]
+
+    resolved = asyncio.run(PushUrlPolicy(resolver=resolver).resolve("http://hook.example/x"))
+    assert isinstance(resolved, Resolved) and resolved.address == "93.184.215.14"
