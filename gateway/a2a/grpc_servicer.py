@@ -21,8 +21,11 @@ import grpc
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder, GrpcHandler
 from a2a.types import a2a_pb2
-from a2a.utils.errors import A2AError
-from google.protobuf import message, message_factory
+from a2a.utils import constants
+from a2a.utils.errors import A2A_ERROR_REASONS, A2AError, InvalidParamsError, VersionNotSupportedError
+from a2a.utils.grpc_status import status_to_grpc
+from google.protobuf import any_pb2, message, message_factory
+from google.rpc import error_details_pb2, status_pb2
 
 from gateway.a2a.executor import call_state
 from gateway.a2a.frontend import A2AFrontEnd
@@ -40,6 +43,33 @@ _CREDENTIALS = frozenset({"authorization", "x-api-key"})
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 NO_TENANT = ("name the agent network in the request's tenant (the A2A SDK client sets it from the gRPC "
              "interface of the network's card, /a2a/<network>/.well-known/agent-card.json on the HTTP port)")
+
+
+#: The A2A versions this binding serves, by major version (``lf.a2a.v1`` is A2A 1.x).
+_SERVED_MAJOR = constants.PROTOCOL_VERSION_1_0.split(".")[0]
+
+
+def version_refusal(metadata: Any) -> str | None:
+    """Why the caller's ``A2A-Version`` is not served, or None. As on JSON-RPC and
+    HTTP+JSON (the SDK's ``validate_version``): none means 0.3, which this service (A2A
+    1.0's) does not speak; any 1.x is served."""
+    values = [str(value) for key, value in metadata or () if str(key).lower() == constants.VERSION_HEADER.lower()]
+    asked = values[0].strip() if values and values[0].strip() else constants.PROTOCOL_VERSION_0_3
+    if asked.split(".")[0] == _SERVED_MAJOR and asked.split(".")[0].isdigit():
+        return None
+    return (f"A2A version {asked[:20]!r} is not supported on this binding: send "
+            f"{constants.VERSION_HEADER}: {constants.PROTOCOL_VERSION_1_0} (an absent header means 0.3)")
+
+
+async def abort_a2a(context: grpc.aio.ServicerContext, code: grpc.StatusCode, error: type[A2AError], text: str) -> None:
+    """End the call with ``code`` and a ``google.rpc.ErrorInfo`` naming the A2A error, as
+    the SDK's handler does for its own errors (A2A 1.0's gRPC error mapping)."""
+    info = any_pb2.Any()
+    info.Pack(error_details_pb2.ErrorInfo(reason=A2A_ERROR_REASONS.get(error, "UNKNOWN_ERROR"),
+                                          domain="a2a-protocol.org"))
+    rich = status_to_grpc(status_pb2.Status(code=code.value[0], message=text, details=[info]))
+    context.set_trailing_metadata(tuple(rich.trailing_metadata))
+    await context.abort(rich.code, rich.details)
 
 
 class _CallState(DefaultGrpcServerCallContextBuilder):
@@ -115,9 +145,12 @@ class TenantGrpcServicer:
             request = kind.FromString(raw)
         except message.DecodeError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a {kind.DESCRIPTOR.full_name}: {error}")
+        refusal = version_refusal(context.invocation_metadata())
+        if refusal:  # A2A 1.0 maps VersionNotSupportedError to UNIMPLEMENTED on gRPC
+            await abort_a2a(context, grpc.StatusCode.UNIMPLEMENTED, VersionNotSupportedError, refusal)
         agent = str(getattr(request, "tenant", "")).strip("/")
         if not agent:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, NO_TENANT)
+            await abort_a2a(context, grpc.StatusCode.INVALID_ARGUMENT, InvalidParamsError, NO_TENANT)
         if not await self._frontend.state.available():  # tasks live in Redis, which is away: say so, quickly
             await abort_unavailable(context)
         metadata = self._metadata(context)

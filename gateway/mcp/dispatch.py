@@ -21,6 +21,7 @@ from gateway.mcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
     SERVER_BUSY,
     JsonRpcError,
     negotiate,
@@ -43,6 +44,13 @@ _EMPTY_LISTS = {
     "prompts/list": "prompts",
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
+}
+
+#: Methods of the advertised (empty) prompts and resources: every name is unknown, answered
+#: with MCP's error for an unknown name (not -32601: the capability is advertised).
+_UNKNOWN_NAMES = {
+    "prompts/get": ("name", INVALID_PARAMS, "Unknown prompt"),
+    "resources/read": ("uri", RESOURCE_NOT_FOUND, "Resource not found"),
 }
 
 
@@ -80,12 +88,16 @@ class Dispatcher:
         return wire(mcp_types.Implementation(name=SERVER_NAME, title=SERVER_TITLE, version=self._version))
 
     def knows(self, method: str) -> bool:
-        return method in self._methods or method in _EMPTY_LISTS
+        return method in self._methods or method in _EMPTY_LISTS or method in _UNKNOWN_NAMES
 
     async def answer(self, call: Call) -> dict[str, Any]:
         """The result object; raises JsonRpcError for JSON-RPC errors."""
         if call.method in _EMPTY_LISTS:
             return {_EMPTY_LISTS[call.method]: []}
+        if call.method in _UNKNOWN_NAMES:
+            field, code, text = _UNKNOWN_NAMES[call.method]
+            name = str(call.params.get(field, ""))[:200]
+            raise JsonRpcError(code, f"{text}: {name}", data={field: name} if code == RESOURCE_NOT_FOUND else None)
         handler = self._methods.get(call.method)
         if call.modern:
             handler = self._modern_methods.get(call.method, handler)

@@ -30,6 +30,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: Implementation-defined codes (-32000..-32019).
 UNAUTHENTICATED = -32001
 SERVER_BUSY = -32002
+#: MCP's own code for resources/read of an unknown URI (the same number as SERVER_BUSY).
+RESOURCE_NOT_FOUND = -32002
 FORBIDDEN = -32003  # HTTP 403: an OAuth token without the scope the call needs
 REQUEST_CANCELLED = -32800  # as LSP; the client has stopped waiting by then
 

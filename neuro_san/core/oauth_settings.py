@@ -43,7 +43,13 @@ class OAuthSettings:
                 "know that URL itself behind proxies and TLS termination"
             )
         _require_url("AGENT_OAUTH_AUDIENCE", audience)
-        return cls(issuer, audience.rstrip("/"))
+        audience = audience.rstrip("/")
+        # The MCP resource URL (``https://host/mcp``) is what MCP clients show, so it is a
+        # natural thing to paste here; the audience names the server base (the MCP resource
+        # and the metadata paths are derived from it), so that form is normalised to the base.
+        if urlsplit(audience).path.endswith(MCP_RESOURCE_PATH):
+            audience = audience[: -len(MCP_RESOURCE_PATH)].rstrip("/")
+        return cls(issuer, audience)
 
 
 def _require_url(name: str, value: str) -> None:

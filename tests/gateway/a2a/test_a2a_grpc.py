@@ -15,6 +15,7 @@ import pytest
 from a2a.client import Client, ClientCallContext, ClientConfig, create_client
 from a2a.types import GetTaskRequest, SendMessageRequest, TaskState, a2a_pb2, a2a_pb2_grpc
 from a2a.utils.errors import TaskNotFoundError
+from google.rpc import error_details_pb2, status_pb2
 
 from gateway.a2a.grpc_binding import SERVICE, STREAMING_METHODS, UNARY_METHODS
 from tests.a2a_support import a2a_client, as_dict, user_message
@@ -57,13 +58,15 @@ async def _send(client: Client, text: str, context: ClientCallContext | None = N
 
 
 async def _stub_send(
-    target: str, tenant: str, metadata: tuple[tuple[str, str], ...] = ()
+    target: str, tenant: str, metadata: tuple[tuple[str, str], ...] = (), version: str | None = "1.0"
 ) -> a2a_pb2.SendMessageResponse:
-    """SendMessage through the SDK's generated stub, to see the raw gRPC status."""
+    """SendMessage through the SDK's generated stub, to see the raw gRPC status (with the
+    ``A2A-Version`` the SDK client sends, unless ``metadata`` says otherwise)."""
     async with grpc.aio.insecure_channel(target) as channel:
         stub = a2a_pb2_grpc.A2AServiceStub(channel)
         request = a2a_pb2.SendMessageRequest(tenant=tenant, message=user_message("6*7"))
-        return await stub.SendMessage(request, metadata=metadata, timeout=30)
+        sent = (("a2a-version", version), *metadata) if version is not None else metadata
+        return await stub.SendMessage(request, metadata=sent, timeout=30)
 
 
 def test_our_method_table_is_the_sdks_service() -> None:
@@ -133,6 +136,43 @@ def test_no_unknown_or_private_tenant_is_refused_clearly(server: ServerProcess) 
         assert private.code() == grpc.StatusCode.NOT_FOUND
         answered = await _stub_send(server.grpc_target, "/math_guy")  # a tenant written as a path works too
         assert "42" in answered.task.artifacts[0].parts[0].text
+
+    asyncio.run(scenario())
+
+
+def _error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
+    """The ``google.rpc.ErrorInfo`` of a rich gRPC status (every A2A error carries one)."""
+    raw = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
+    assert raw, f"no google.rpc.Status in the trailers of {error.code()}: {error.details()}"
+    for detail in status_pb2.Status.FromString(raw).details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info
+    raise AssertionError("no google.rpc.ErrorInfo in the status details")
+
+
+def test_a2a_version_is_checked_and_refusals_carry_error_info(server: ServerProcess) -> None:
+    """As JSON-RPC and HTTP+JSON: an unserved A2A-Version (none means 0.3) is
+    VersionNotSupported, UNIMPLEMENTED on gRPC (A2A 1.0's mapping), with its ErrorInfo; the
+    missing-tenant refusal carries one too."""
+
+    async def refused(tenant: str, version: str | None) -> grpc.aio.AioRpcError:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await _stub_send(server.grpc_target, tenant, version=version)
+        return caught.value
+
+    async def scenario() -> None:
+        for version in ("99.0", "0.3", None):
+            error = await refused("math_guy", version)
+            assert error.code() == grpc.StatusCode.UNIMPLEMENTED, (version, error.code(), error.details())
+            assert "version" in (error.details() or "").lower()
+            info = _error_info(error)
+            assert (info.reason, info.domain) == ("VERSION_NOT_SUPPORTED", "a2a-protocol.org"), info
+        answered = await _stub_send(server.grpc_target, "math_guy", version="1.0")
+        assert "42" in answered.task.artifacts[0].parts[0].text
+        missing = await refused("", "1.0")
+        assert missing.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert _error_info(missing).domain == "a2a-protocol.org"
 
     asyncio.run(scenario())
 

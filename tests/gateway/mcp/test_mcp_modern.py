@@ -299,3 +299,21 @@ def test_healthy_after_the_fuzz(served: ServerProcess) -> None:
     status, _, reply = exchange(served, call)
     assert status == 200 and reply["result"]["content"][0]["text"] == "The answer is 42."
     assert served.process.poll() is None
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+def test_prompts_get_and_resources_read_of_unknown_names_get_mcps_errors(served: ServerProcess, mode: str) -> None:
+    """The capabilities are advertised (empty), so an unknown name is -32602 (prompts/get)
+    and -32002 (resources/read, resource not found), never -32601, in both eras."""
+    from mcp.shared.exceptions import MCPError
+
+    async def scenario() -> None:
+        async with mcp_client(served, mode=mode) as client:
+            with pytest.raises(MCPError) as prompt:
+                await client.get_prompt("nope")
+            assert prompt.value.error.code == -32602, prompt.value.error
+            with pytest.raises(MCPError) as resource:
+                await client.read_resource("file:///nope")
+            assert resource.value.error.code == -32002, resource.value.error
+
+    asyncio.run(scenario())
