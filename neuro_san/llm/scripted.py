@@ -16,7 +16,13 @@ Behaviour for one agent invocation (everything after the last user message):
 2. Otherwise answer with ``reply``, a template over ``{input}`` (the user text),
    ``{results}`` (the tool results joined by ``"; "``) and ``{history}`` (how many
    earlier user turns the conversation holds). The default is ``{results}`` when
-   there are results, else ``{input}``.
+   there are results, else ``{input}``. ``{subject}`` is what the agent was asked:
+   the one argument its caller passed, else the user text.
+3. ``replies``, a list of ``{match, reply}``, is tried before ``reply``: the first whose
+   ``match`` (a regular expression, case-insensitive) is found in the subject gives the
+   answer. ``no_call_reply`` answers a turn in which no tool was called (a ``calls``
+   entry with ``"when": "arithmetic"`` is only made when the subject holds arithmetic),
+   so a bundled network answers like a polite small model instead of passing on an error.
 
 Token usage is counted in whitespace-separated words, so accounting is reproducible.
 """
@@ -91,6 +97,25 @@ def _trim(run: str) -> str:
     return run
 
 
+def _replies(raw: Any) -> list[tuple[re.Pattern[str], str]]:
+    """``replies`` checked once, at load: a list of ``{match, reply}`` strings."""
+    if raw is None:
+        return []
+    problem = ConfigurationError("llm_config.replies of the scripted model must be a list of {match, reply}")
+    if not isinstance(raw, list):
+        raise problem
+    replies = []
+    for entry in raw:
+        if not (isinstance(entry, Mapping) and all(isinstance(entry.get(k), str) for k in ("match", "reply"))):
+            raise problem
+        try:
+            replies.append((re.compile(entry["match"], re.I), entry["reply"]))
+        except re.error as error:
+            reason = f"llm_config.replies: bad regular expression {entry['match']!r}: {error}"
+            raise ConfigurationError(reason) from None
+    return replies
+
+
 def _words(text: str) -> int:
     return len(text.split())
 
@@ -105,8 +130,12 @@ class ScriptedModel:
         reply: str | None = None,
         calls: Sequence[Mapping[str, Any]] | None = None,
         model_name: str = "scripted",
+        replies: Sequence[tuple[re.Pattern[str], str]] = (),
+        no_call_reply: str | None = None,
     ) -> None:
         self._reply = reply
+        self._replies = tuple(replies)
+        self._no_call_reply = no_call_reply
         self._calls = list(calls) if calls is not None else None
         self._model_name = model_name
 
@@ -126,7 +155,16 @@ class ScriptedModel:
             raise ConfigurationError(
                 "llm_config.calls of the scripted model must be a list of {tool, args}"
             )
-        return cls(reply=reply, calls=calls, model_name=str(llm_config.get("model_name", "scripted")))
+        no_call_reply = llm_config.get("no_call_reply")
+        if no_call_reply is not None and not isinstance(no_call_reply, str):
+            raise ConfigurationError("llm_config.no_call_reply of the scripted model must be a string")
+        return cls(
+            reply=reply,
+            calls=calls,
+            model_name=str(llm_config.get("model_name", "scripted")),
+            replies=_replies(llm_config.get("replies")),
+            no_call_reply=no_call_reply,
+        )
 
     async def complete(
         self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec], on_delta: DeltaSink | None = None
@@ -141,6 +179,7 @@ class ScriptedModel:
         subject = next(iter(given.values())) if len(given) == 1 else user_text
         values = {
             "input": user_text,
+            "subject": subject,
             "arithmetic": arithmetic_in(subject),
             "results": "; ".join(results),
             "history": str(sum(1 for m in messages[:last_user] if m.role == "user")),
@@ -153,7 +192,7 @@ class ScriptedModel:
                     usage=Usage(prompt_tokens, sum(_words(str(c.arguments)) for c in calls)),
                     model=self._model_name,
                 )
-        template = self._reply if self._reply is not None else ("{results}" if results else "{input}")
+        template = self._template(subject, bool(results))
         text = _fill(template, values)
         if on_delta is not None:
             # Streamed a word at a time (with its following spaces), as a provider would,
@@ -162,6 +201,16 @@ class ScriptedModel:
                 on_delta(TextDelta(piece))
                 await asyncio.sleep(0)
         return ModelResponse(text=text, usage=Usage(prompt_tokens, _words(text)), model=self._model_name)
+
+    def _template(self, subject: str, has_results: bool) -> str:
+        for pattern, reply in self._replies:
+            if pattern.search(subject):
+                return reply
+        if not has_results and self._no_call_reply is not None:
+            return self._no_call_reply
+        if self._reply is not None:
+            return self._reply
+        return "{results}" if has_results else "{input}"
 
     def _plan_calls(
         self, tools: Sequence[ToolSpec], values: Mapping[str, str], given: Mapping[str, str], subject: str
@@ -181,6 +230,8 @@ class ScriptedModel:
                 name = "__" + name.lstrip("/").replace("/", "__")
             if name not in offered:
                 continue
+            if planned.get("when") == "arithmetic" and not any(c.isdigit() for c in values["arithmetic"]):
+                continue  # nothing to compute: the model answers instead of calling
             raw_args = planned.get("args") or {}
             args = {k: _fill(v, values) if isinstance(v, str) else v for k, v in raw_args.items()}
             calls.append(ToolCall(id=f"call_{n}", name=name, arguments=args))

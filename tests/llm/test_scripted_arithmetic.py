@@ -59,4 +59,4 @@ def test_the_other_bundled_arithmetic_networks_find_it_too(server: ServerProcess
     [answer] = _talk(server, agent, "and what is 2 * (3 + 4)?")
     assert "The answer is 14." in answer
     [refused] = _talk(server, agent, "hello")
-    assert "Error" in refused
+    assert "I only do arithmetic" in refused and "Error" not in refused

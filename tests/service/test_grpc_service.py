@@ -59,8 +59,7 @@ def test_minimal_chat_is_one_framework_message(channel: grpc.Channel, qualified:
     message = responses[0].response
     assert not responses[0].HasField("request")
     assert message.type == FRAMEWORK
-    assert message.text.startswith("Announcement: a scripted synonym for:")
-    assert "hello there" in message.text
+    assert message.text == "Announcement: In other words: hello there"
     assert not message.origin
     history = message.chat_context.chat_histories
     assert len(history) == 1

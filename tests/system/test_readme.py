@@ -98,9 +98,9 @@ AGENT_SERVICE = "dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService"
 def expectations(command: str) -> list[str]:
     """What a README command must print: every string listed."""
     if "hello world" in command and "curl " in command:  # curl and grpcurl: raw messages
-        return ["AGENT_FRAMEWORK", "Announcement: a scripted synonym for:", "hello world", "chat_context"]
+        return ["AGENT_FRAMEWORK", "Announcement: Greetings, planet!", "chat_context"]
     if command.startswith("neuro-san chat hello_world"):
-        return ["Announcement: a scripted synonym for:", "hello world"]
+        return ["Announcement: Greetings, planet!"]
     if command.startswith("neuro-san chat math_guy") and "--maximal" in command:
         return ["calculator", "The answer is 42."]
     if command.startswith("neuro-san connectivity hello_world") and "mermaid" in command:
