@@ -178,7 +178,8 @@ def _post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None)
 
 def test_the_image_installs_what_the_manifests_need(installed: Path) -> None:
     # AGENT_REDIS_URL needs redis; production runs on uvloop (the fast extra).
-    done = subprocess.run([str(installed / "python"), "-c", "import redis, uvloop, neuro_san; print(neuro_san.__file__)"],
+    probe = "import redis, uvloop, neuro_san; print(neuro_san.__file__)"
+    done = subprocess.run([str(installed / "python"), "-c", probe],
                           capture_output=True, text=True, timeout=30, cwd="/")
     assert done.returncode == 0, done.stderr
     assert str(ROOT) not in done.stdout  # the installed package, not this checkout
