@@ -51,8 +51,16 @@ def make_state(settings: StateSettings | None = None) -> SharedState:
         from gateway.state.memory import MemoryState
 
         return MemoryState()
-    from gateway.state.redis_state import RedisState  # imports redis: only when configured
-
+    try:
+        from gateway.state.redis_state import RedisState  # imports redis: only when configured
+    except ModuleNotFoundError as missing:
+        if missing.name != "redis":
+            raise
+        # A setting the install cannot honour: refused at start with the extra to install.
+        raise ValueError(
+            "AGENT_REDIS_URL is set but the redis package is not installed: "
+            "pip install 'neuro-san-grpc[redis]'"
+        ) from None
     return RedisState(settings.redis_url, lease_seconds=settings.lease_seconds)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -140,8 +141,14 @@ async def _serve(args: argparse.Namespace) -> int:
         server.add_generic_handlers([a2a_grpc])
     try:
         await server.start()
-    except (ValueError, OSError) as error:  # half a TLS pair, unreadable files, port taken
+    except (ValueError, OSError) as error:  # half a TLS pair, unreadable files
         log.error("gRPC server cannot start: %s", error)
+        return 2
+    except RuntimeError as error:  # grpcio says "Failed to bind to address …" and nothing else
+        if "bind" not in str(error):
+            raise
+        log.error("gRPC server cannot start: port %s:%d is in use or not allowed (AGENT_PORT, --port): "
+                  "stop the other server or choose another port", config.host, config.port)
         return 2
     if a2a_grpc is not None:
         a2a_grpc.port = server.port  # for the cards' gRPC interface
@@ -192,7 +199,15 @@ async def _serve(args: argparse.Namespace) -> int:
                 reuse_port=config.reuse_port,
                 frontends=protocol_frontends(playground=playground, a2a_grpc=a2a_grpc),
             )
-        except (ValueError, OSError) as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
+        except OSError as error:  # bad TLS files (ssl.SSLError is an OSError), port taken
+            if error.errno == errno.EADDRINUSE:
+                log.error("HTTP gateway cannot start: port %s:%d is in use (AGENT_HTTP_PORT, --http-port): "
+                          "stop the other server or choose another port", config.host, http_port)
+            else:
+                log.error("HTTP gateway cannot start: %s", error)
+            await server.stop(0)
+            return 2
+        except ValueError as error:  # a setting the install cannot honour (AGENT_REDIS_URL without redis)
             log.error("HTTP gateway cannot start: %s", error)
             await server.stop(0)
             return 2

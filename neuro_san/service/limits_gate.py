@@ -90,7 +90,18 @@ CONCURRENCY_TTL = 3600
 
 class RedisGate:
     def __init__(self, url: str, local: LocalGate) -> None:
-        import redis.asyncio as aioredis  # only with AGENT_LIMITS_REDIS_URL
+        try:
+            import redis.asyncio as aioredis  # only with AGENT_LIMITS_REDIS_URL (or AGENT_REDIS_URL)
+        except ModuleNotFoundError as missing:
+            if missing.name != "redis":
+                raise
+            from neuro_san.core.errors import ConfigurationError
+
+            # Refused at start (serve prints it as one line) with the extra that brings redis.
+            raise ConfigurationError(
+                "AGENT_REDIS_URL (or AGENT_LIMITS_REDIS_URL) is set but the redis package is not "
+                "installed: pip install 'neuro-san-grpc[redis]'"
+            ) from None
 
         self._redis: Any = aioredis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
         self._errors: tuple[type[BaseException], ...] = (aioredis.RedisError, OSError, asyncio.TimeoutError)
