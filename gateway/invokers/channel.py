@@ -19,6 +19,7 @@ import grpc
 from grpc_health.v1 import health_pb2
 
 from gateway.invokers.interface import Invoker, RpcMethod
+from neuro_san.core.internal_metadata import INTERNAL_TOKEN_KEY, internal_token
 
 _ROUND_ROBIN_CONFIG = json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})
 HEALTH_CHECK_PATH = "/grpc.health.v1.Health/Check"
@@ -85,6 +86,24 @@ async def _resolve(host_port: str) -> tuple[str, int]:
     return str(infos[0][4][0]), int(port_text)
 
 
+class _ProcessToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+    """Adds this process's internal token to every call, so that ``serve``'s own server believes
+    the internal keys its front-ends set when they call it over the gRPC hop
+    (``AGENT_GATEWAY_INVOKER=grpc``). Another process's server has another token and ignores it."""
+
+    @staticmethod
+    def _details(details: Any) -> Any:
+        metadata = grpc.aio.Metadata(*(details.metadata or ()))
+        metadata.add(INTERNAL_TOKEN_KEY, internal_token())
+        return details._replace(metadata=metadata)
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(self._details(client_call_details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(self._details(client_call_details), request)
+
+
 class GrpcInvoker(Invoker):
     """Holds the channel and one multicallable per route."""
 
@@ -116,9 +135,12 @@ class GrpcInvoker(Invoker):
             keepalive_seconds=keepalive_seconds,
             server_name=server_name,
         )
+        interceptors = [_ProcessToken()]
         if credentials is not None:
-            return cls(grpc.aio.secure_channel(resolved, credentials, options=options), owns_channel=True)
-        return cls(grpc.aio.insecure_channel(resolved, options=options), owns_channel=True)
+            channel = grpc.aio.secure_channel(resolved, credentials, options=options, interceptors=interceptors)
+        else:
+            channel = grpc.aio.insecure_channel(resolved, options=options, interceptors=interceptors)
+        return cls(channel, owns_channel=True)
 
     def callable_for(self, method: RpcMethod) -> Callable[..., Any]:
         """The multicallable of ``method``."""

@@ -13,10 +13,19 @@ so they are internal by construction:
   which keeps these keys only on a call of the in-process gateway (peer ``local:in-process``,
   which the in-process invoker's context reports and no network client can claim) and drops
   them from every other call. A raw gRPC client that sends them is served as if it had not.
+
+When the gateway of ``neuro-san serve`` calls over gRPC (``AGENT_GATEWAY_INVOKER=grpc``, its
+private socket), the peer is a socket, so its calls carry :data:`INTERNAL_TOKEN_KEY` with this
+process's random token (:func:`internal_token`), added by the invoker's channel: the service
+believes internal keys on a call bearing it. The token never leaves the process but on that
+channel, and the HTTP edge never forwards the key. A standalone ``neuro-san gateway`` (another
+process) has another token, so its front-ends are served as an ordinary client's.
 """
 
 from __future__ import annotations
 
+import hmac
+import secrets
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,9 +39,15 @@ IN_PROCESS_PEER = "local:in-process"
 #: The agent a call names (gRPC clients send it; over HTTP the gateway alone sets it).
 AGENT_NAME_KEY = "agent-name"
 
+#: Carries this process's token on the gateway's own calls over a gRPC hop.
+INTERNAL_TOKEN_KEY = "neuro-san-internal-token"
+#: Random per process: a worker of ``serve --workers`` has its own, as it has its own socket.
+_PROCESS_TOKEN = secrets.token_hex(32)
+
 #: Every key only the server's own front-ends may set.
 INTERNAL_METADATA_KEYS = frozenset(
-    {PUBLIC_DIRECTORY_METADATA_KEY, PRIVATE_NAMED_ONLY_METADATA_KEY, MCP_LISTING_METADATA_KEY, CLIENT_ADDRESS_KEY}
+    {PUBLIC_DIRECTORY_METADATA_KEY, PRIVATE_NAMED_ONLY_METADATA_KEY, MCP_LISTING_METADATA_KEY, CLIENT_ADDRESS_KEY,
+     INTERNAL_TOKEN_KEY}
 )
 #: What an HTTP client may not set by a header: the internal keys and the agent's name.
 GATEWAY_OWNED_KEYS = INTERNAL_METADATA_KEYS | {AGENT_NAME_KEY}
@@ -43,4 +58,17 @@ def inbound_metadata(metadata: Iterable[tuple[str, Any]] | None, peer: str | Non
     pairs = tuple(metadata or ())
     if peer == IN_PROCESS_PEER:
         return pairs
+    if any(_is_our_token(key, value) for key, value in pairs):
+        return tuple(pair for pair in pairs if str(pair[0]).lower() != INTERNAL_TOKEN_KEY)
     return tuple(pair for pair in pairs if str(pair[0]).lower() not in INTERNAL_METADATA_KEYS)
+
+
+def internal_token() -> str:
+    """This process's token, for the gateway's channel to its own server's private socket."""
+    return _PROCESS_TOKEN
+
+
+def _is_our_token(key: Any, value: Any) -> bool:
+    if str(key).lower() != INTERNAL_TOKEN_KEY or not isinstance(value, str):
+        return False
+    return hmac.compare_digest(value.encode(), _PROCESS_TOKEN.encode())

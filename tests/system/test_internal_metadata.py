@@ -61,3 +61,18 @@ def test_the_header_mapping_never_yields_a_gateway_owned_key() -> None:
                "Grpc-Metadata-neuro-san-private-named-only": "false", "Grpc-Metadata-x-neuro-san-client": "1.2.3.4",
                "agent-name": "calc", "User_Id": "u1"}
     assert mapper.to_metadata(headers) == [("user_id", "u1")]
+
+
+def test_the_gateway_s_own_internal_keys_hold_over_the_grpc_hop() -> None:
+    """With the gateway calling over gRPC (AGENT_GATEWAY_INVOKER=grpc), its own internal keys must
+    still be believed (they carry the process's token), while a raw gRPC client's are not."""
+    with start_server(http=True, env={"AGENT_API_KEYS": "the-key", "AGENT_GATEWAY_INVOKER": "grpc"}) as server:
+        card = httpx.get(f"{server.http_base}/a2a/hello_world/.well-known/agent-card.json", timeout=10)
+        assert card.status_code == 200, card.text
+        with grpc.insecure_channel(server.grpc_target) as channel:
+            stub = concierge_pb2_grpc.ConciergeServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as failure:
+                stub.List(concierge_pb2.ConciergeRequest(),
+                          metadata=[("neuro-san-public-directory", "true"), ("neuro-san-internal-token", "guess")],
+                          timeout=10)
+            assert failure.value.code() == grpc.StatusCode.UNAUTHENTICATED
