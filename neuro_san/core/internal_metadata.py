@@ -10,9 +10,11 @@ so they are internal by construction:
   these keys (``Grpc-Metadata-<key>`` or a forwarded name alike), nor into ``agent-name``, which
   on HTTP only the gateway sets (from the path or the front-end's own routing);
 - at the gRPC edge, the service layer reads a call's metadata through :func:`inbound_metadata`,
-  which keeps these keys only on a call of the in-process gateway (peer ``local:in-process``,
-  which the in-process invoker's context reports and no network client can claim) and drops
-  them from every other call. A raw gRPC client that sends them is served as if it had not.
+  which keeps the privileged ones (:data:`PRIVILEGED_METADATA_KEYS`: the public directory, the
+  client's address) only on a call of the in-process gateway (peer ``local:in-process``, which
+  the in-process invoker's context reports and no network client can claim) and drops them from
+  every other call. A raw gRPC client that sends them is served as if it had not. The keys that
+  only narrow the caller's own view pass, so a standalone gateway's MCP listing still works.
 
 When the gateway of ``neuro-san serve`` calls over gRPC (``AGENT_GATEWAY_INVOKER=grpc``, its
 private socket), the peer is a socket, so its calls carry :data:`INTERNAL_TOKEN_KEY` with this
@@ -51,16 +53,21 @@ INTERNAL_METADATA_KEYS = frozenset(
 )
 #: What an HTTP client may not set by a header: the internal keys and the agent's name.
 GATEWAY_OWNED_KEYS = INTERNAL_METADATA_KEYS | {AGENT_NAME_KEY}
+#: The internal keys that grant something (an answer without credentials, another client's
+#: address for the limits), which a gRPC call must prove it may send. The others only narrow
+#: what the caller itself sees (private networks hidden, the listing cut to MCP's view), so a
+#: raw gRPC client, or a standalone gateway in another process, may send them.
+PRIVILEGED_METADATA_KEYS = frozenset({PUBLIC_DIRECTORY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY})
 
 
 def inbound_metadata(metadata: Iterable[tuple[str, Any]] | None, peer: str | None) -> tuple[tuple[str, Any], ...]:
-    """A call's metadata as the service may trust it: internal keys only from the in-process gateway."""
+    """A call's metadata as the service may trust it: privileged keys only from this process's gateway."""
     pairs = tuple(metadata or ())
     if peer == IN_PROCESS_PEER:
         return pairs
     if any(_is_our_token(key, value) for key, value in pairs):
         return tuple(pair for pair in pairs if str(pair[0]).lower() != INTERNAL_TOKEN_KEY)
-    return tuple(pair for pair in pairs if str(pair[0]).lower() not in INTERNAL_METADATA_KEYS)
+    return tuple(pair for pair in pairs if str(pair[0]).lower() not in PRIVILEGED_METADATA_KEYS)
 
 
 def internal_token() -> str:

@@ -175,8 +175,12 @@ def _status(error: grpc.aio.AioRpcError) -> tuple[Any, ...]:
     return error.code().name, error.details(), dict(error.trailing_metadata() or ()).get("retry-after")
 
 
+#: The binding serves A2A 1.0 only and refuses a call without the header (as 0.3).
+A2A_1_0 = (("a2a-version", "1.0"),)
+
+
 class GrpcWire:
-    """The a2a-sdk's generated stub, to see the raw status."""
+    """The a2a-sdk's generated stub, to see the raw status (as A2A 1.0, which the binding checks)."""
 
     def __init__(self, stub: a2a_pb2_grpc.A2AServiceStub) -> None:
         self.stub = stub
@@ -192,21 +196,23 @@ class GrpcWire:
 
     async def send(self, text: str) -> tuple[Any, ...]:
         return await self._outcome(self.stub.SendMessage(
-            a2a_pb2.SendMessageRequest(tenant="echo", message=user_message(text)), timeout=WITHIN))
+            a2a_pb2.SendMessageRequest(tenant="echo", message=user_message(text)), timeout=WITHIN, metadata=A2A_1_0))
 
     async def get(self, task_id: str) -> tuple[Any, ...]:
-        return await self._outcome(self.stub.GetTask(a2a_pb2.GetTaskRequest(tenant="echo", id=task_id), timeout=WITHIN))
+        request = a2a_pb2.GetTaskRequest(tenant="echo", id=task_id)
+        return await self._outcome(self.stub.GetTask(request, timeout=WITHIN, metadata=A2A_1_0))
 
     async def list_tasks(self) -> tuple[Any, ...]:
-        return await self._outcome(self.stub.ListTasks(a2a_pb2.ListTasksRequest(tenant="echo"), timeout=WITHIN))
+        request = a2a_pb2.ListTasksRequest(tenant="echo")
+        return await self._outcome(self.stub.ListTasks(request, timeout=WITHIN, metadata=A2A_1_0))
 
     async def cancel(self, task_id: str) -> tuple[Any, ...]:
         return await self._outcome(self.stub.CancelTask(a2a_pb2.CancelTaskRequest(tenant="echo", id=task_id),
-                                                        timeout=WITHIN))
+                                                        timeout=WITHIN, metadata=A2A_1_0))
 
     async def stream(self, text: str, seen: list[str]) -> tuple[str, tuple[Any, ...]]:
         call = self.stub.SendStreamingMessage(a2a_pb2.SendMessageRequest(tenant="echo", message=user_message(text)),
-                                              timeout=WITHIN)
+                                              timeout=WITHIN, metadata=A2A_1_0)
         task_id = ""
         try:
             async for item in call:

@@ -240,7 +240,7 @@ def test_external_agents_are_told_apart_and_show_their_function(browser: Any, se
     page.wait_for_function("() => document.getElementById('node-details').innerText.includes('I do arithmetic.')")
     page.goto(server.http_base + "/#hello_world")  # same page, new hash: hashchange picks it
     page.locator("svg.graph g.node[data-name='synonymizer']").wait_for()
-    page.locator("button.sample").click()  # the network's sample query fills the input
+    page.locator("button.sample").first.click()  # the network's first sample query fills the input
     assert page.locator("#user-input").input_value() == "hello world"
     session.assert_same_origin_only()
     session.close("external_agent.png")
