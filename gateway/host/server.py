@@ -38,6 +38,12 @@ class GatewayHandle:
     _runner: web.AppRunner
     _invoker: Invoker
 
+    async def drain(self, grace: float) -> None:
+        """Refuse new calls (503) and wait up to ``grace`` seconds for the invoker's calls
+        in flight; the HTTP server itself keeps running until :meth:`stop`."""
+        self.host.draining = True
+        await self._invoker.drain(grace)
+
     async def stop(self) -> None:
         """Refuse new calls (503), let streams in flight finish, close the channel."""
         self.host.draining = True

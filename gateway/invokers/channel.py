@@ -110,6 +110,8 @@ class GrpcInvoker(Invoker):
     def __init__(self, channel: grpc.aio.Channel, owns_channel: bool) -> None:
         self.channel = channel
         self._owns_channel = owns_channel
+        # The calls in flight, so a graceful stop can wait for their ends (see drain).
+        self._active: set[Any] = set()
         self._health = channel.unary_unary(
             HEALTH_CHECK_PATH,
             request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
@@ -145,11 +147,33 @@ class GrpcInvoker(Invoker):
     def callable_for(self, method: RpcMethod) -> Callable[..., Any]:
         """The multicallable of ``method``."""
         factory = self.channel.unary_stream if method.server_streaming else self.channel.unary_unary
-        return factory(
+        multicallable = factory(
             method.grpc_path,
             request_serializer=method.request_class.SerializeToString,
             response_deserializer=method.response_class.FromString,
         )
+        active = self._active
+
+        def tracked(*args: Any, **kwargs: Any) -> Any:
+            call = multicallable(*args, **kwargs)
+            active.add(call)
+            # The callback may receive the inner call rather than this (intercepted) one.
+            call.add_done_callback(lambda _done: active.discard(call))
+            return call
+
+        return tracked
+
+    async def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for the calls in flight. ``neuro-san serve`` with
+        AGENT_GATEWAY_INVOKER=grpc drains these before stopping its gRPC server: stopping
+        the server first closes the socket the moment a call ends, racing the call's last
+        frames (a chat that finished could reach its HTTP client as UNAVAILABLE)."""
+        if not self._active:
+            return
+        waiters = [asyncio.ensure_future(call.code()) for call in list(self._active)]
+        _done, pending = await asyncio.wait(waiters, timeout=grace)
+        for waiter in pending:
+            waiter.cancel()
 
     async def health(self, service: str, deadline: float) -> int:
         """The serving status of ``service`` (``""``: the whole server)."""

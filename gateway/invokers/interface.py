@@ -73,5 +73,8 @@ class Invoker:
         """The serving status of ``service`` (``""``: the whole server); raises AioRpcError."""
         raise NotImplementedError
 
+    async def drain(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for the calls in flight to end (a graceful stop)."""
+
     async def close(self) -> None:
         """Release what the invoker holds."""

@@ -228,7 +228,8 @@ async def _serve(args: argparse.Namespace) -> int:
     log.info("shutting down: draining for up to %.0f s", args.grace)
     # Health goes NOT_SERVING first, so the gateway answers 503 to new requests while
     # the calls in flight (gRPC and HTTP alike) finish within the grace period.
-    await server.stop(args.grace, drain_local=local.drain if local is not None else None)
+    drain_gateway = gateway.drain if gateway is not None else None
+    await server.stop(args.grace, drain_local=drain_gateway)
     if gateway is not None:
         await gateway.stop()
     return 0

@@ -301,20 +301,23 @@ class AgentServer:
     async def stop(self, grace: float = 5.0, drain_local: Callable[[float], Awaitable[None]] | None = None) -> None:
         """Drain: health NOT_SERVING, refuse new calls, let calls in flight finish
         within ``grace`` seconds, then cancel what is left (which cancels its LLM calls).
-        ``drain_local`` drains the calls made in this process without gRPC (the
-        in-process gateway's), at the same time."""
+        ``drain_local`` drains the gateway's calls (in process or over the private
+        channel) first, within the same ``grace``."""
         self.admission.draining = True
         await self.health.enter_graceful_shutdown()
         if self._watch is not None:
             self._watch.cancel()
-        drains: list[Awaitable[None]] = []
         if self._periodic is not None:
             self._periodic.cancel()
-        if self._server is not None:
-            drains.append(self._server.stop(grace))
+        # The gateway's calls first, the gRPC server after: a gRPC server that stops while
+        # the gateway still streams over it closes the socket as the last call ends, racing
+        # that call's final frames. New calls are refused meanwhile (admission is draining).
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         if drain_local is not None:
-            drains.append(drain_local(grace))
-        await asyncio.gather(*drains)
+            await drain_local(grace)
+        if self._server is not None:
+            await self._server.stop(max(0.0, grace - (loop.time() - started)))
         await self.models.aclose()
         await self.host.aclose()
         if isinstance(self.gate, RedisGate):
