@@ -13,7 +13,7 @@ HOST ?= 127.0.0.1
 # The playground's browser tests drive Debian's chromium (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install run test test-fast browser oidc-provider protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server haproxy cluster
+.PHONY: help install run test test-fast browser oidc-provider protos proto-check lint buf-lint buf-breaking typecheck bench bench-smoke clean soak redis-server haproxy cluster mcp-conformance
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -52,6 +52,16 @@ $(OIDC_PROVIDER):
 
 oidc-provider: $(OIDC_PROVIDER) ## the OpenID provider (npm) the OAuth tests start on loopback
 
+# The official MCP conformance suite, run against our /mcp by the tests. 0.1.13 is the newest
+# release that runs on Node 20 (later ones need Node 22's fs.globSync).
+MCP_CONFORMANCE := $(TOOLS)/node_modules/@modelcontextprotocol/conformance/package.json
+$(MCP_CONFORMANCE):
+	@mkdir -p $(TOOLS)
+	@if command -v npm >/dev/null; then cd $(TOOLS) && npm install --silent --no-audit --no-fund --prefix . @modelcontextprotocol/conformance@0.1.13 >/dev/null; \
+	else echo "mcp-conformance: npm is not installed, the conformance test will be skipped"; fi
+
+mcp-conformance: $(MCP_CONFORMANCE) ## the official MCP conformance suite (npm) the tests run against /mcp
+
 buf-lint: $(BUF) ## buf lint (STANDARD, with the exceptions in buf.yaml)
 	$(BUF) lint
 
@@ -86,7 +96,7 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root)
 
-test: $(STAMP) browser redis-server haproxy oidc-provider proto-check lint ## install, check generated code and lint, then run the whole suite
+test: $(STAMP) browser redis-server haproxy oidc-provider mcp-conformance proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest -rs
 
 test-fast: $(STAMP) redis-server ## between edits: the suite without the tests marked slow (no lint), stops at the first failure
