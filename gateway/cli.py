@@ -19,6 +19,7 @@ from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_l
 from gateway.host.tls import TlsConfigError
 from gateway.playground.switch import add_argument as add_playground_argument
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.core.internal_metadata import load_shared_token
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,8 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         target_cert=_path(args.target_cert),
         target_key=_path(args.target_key),
         target_server_name=args.target_server_name or None,
+        # The server believes this gateway's internal keys only when both share the secret.
+        send_internal_token=load_shared_token(os.environ),
     )
     if forwarded is not None:
         config.forwarded_headers = parse_header_list(forwarded)

@@ -38,6 +38,9 @@ class GatewayConfig:
       certificate (useful when the target is an address list).
     - ``connection_limits``: deadlines and caps for slow and flooding clients (see
       :mod:`gateway.host.connection_guard`; ``AGENT_HTTP_*`` environment variables by default).
+    - ``send_internal_token``: the channel to a ``str`` target adds this process's internal
+      token to every call (:mod:`neuro_san.core.internal_metadata`): ``serve``'s gateway
+      calling its own server, or a standalone gateway given ``AGENT_INTERNAL_TOKEN``.
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -56,6 +59,7 @@ class GatewayConfig:
     target_key: Path | None = None
     target_server_name: str | None = None
     connection_limits: ConnectionLimits = field(default_factory=lambda: ConnectionLimits.from_env(os.environ))
+    send_internal_token: bool = False
 
     @property
     def serves_tls(self) -> bool:

@@ -86,7 +86,11 @@ async def start_host(
         invoker: Invoker = target
     else:
         invoker = await GrpcInvoker.connect(
-            target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
+            target,
+            config.max_body_bytes,
+            credentials=credentials,
+            server_name=config.target_server_name,
+            send_internal_token=config.send_internal_token,
         )
     try:
         app_host = Host(invoker, config, methods, frontends)

@@ -89,7 +89,8 @@ async def _resolve(host_port: str) -> tuple[str, int]:
 class _ProcessToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
     """Adds this process's internal token to every call, so that ``serve``'s own server believes
     the internal keys its front-ends set when they call it over the gRPC hop
-    (``AGENT_GATEWAY_INVOKER=grpc``). Another process's server has another token and ignores it."""
+    (``AGENT_GATEWAY_INVOKER=grpc``), or a server sharing AGENT_INTERNAL_TOKEN believes a
+    standalone gateway's. Only on those channels: the token never goes to another server."""
 
     @staticmethod
     def _details(details: Any) -> Any:
@@ -126,8 +127,10 @@ class GrpcInvoker(Invoker):
         keepalive_seconds: float = 0,
         credentials: grpc.ChannelCredentials | None = None,
         server_name: str | None = None,
+        send_internal_token: bool = False,
     ) -> GrpcInvoker:
-        """A channel to ``target``: TLS with ``credentials``, else plaintext."""
+        """A channel to ``target``: TLS with ``credentials``, else plaintext. With
+        ``send_internal_token`` every call carries this process's internal token."""
         if not isinstance(target, str):
             return cls(target, owns_channel=False)
         resolved, round_robin = await resolve_target(target)
@@ -137,7 +140,7 @@ class GrpcInvoker(Invoker):
             keepalive_seconds=keepalive_seconds,
             server_name=server_name,
         )
-        interceptors = [_ProcessToken()]
+        interceptors = [_ProcessToken()] if send_internal_token else []
         if credentials is not None:
             channel = grpc.aio.secure_channel(resolved, credentials, options=options, interceptors=interceptors)
         else:

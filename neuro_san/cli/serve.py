@@ -107,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace) -> int:
     from neuro_san.core.errors import ConfigurationError
+    from neuro_san.core.internal_metadata import load_shared_token
 
     try:
         config = config_from_args(args)
         serve_a2a = a2a_served(args)
+        load_shared_token(os.environ)  # AGENT_INTERNAL_TOKEN: standalone gateways' calls believed
     except (ValueError, ConfigurationError) as bad:  # a bad setting: say which, do not start
         log.error("not starting: %s", bad)
         return 2
@@ -195,6 +197,7 @@ async def _serve(args: argparse.Namespace) -> int:
                     tls_cert=tls_cert,
                     tls_key=tls_key,
                     tls_client_ca=tls_client_ca,
+                    send_internal_token=True,  # its own server, over the private socket
                 ),
                 reuse_port=config.reuse_port,
                 frontends=protocol_frontends(playground=playground, a2a_grpc=a2a_grpc),

@@ -21,14 +21,17 @@ private socket), the peer is a socket, so its calls carry :data:`INTERNAL_TOKEN_
 process's random token (:func:`internal_token`), added by the invoker's channel: the service
 believes internal keys on a call bearing it. The token never leaves the process but on that
 channel, and the HTTP edge never forwards the key. A standalone ``neuro-san gateway`` (another
-process) has another token, so its front-ends are served as an ordinary client's.
+process) has another token, so its front-ends are served as an ordinary client's, unless the
+operator gives the server and its gateways one shared secret, ``AGENT_INTERNAL_TOKEN`` (at least
+32 characters; :func:`load_shared_token`): then the gateway sends it and the server believes it.
+It then crosses the network on the gateway's channel, so that channel should be TLS.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
@@ -43,8 +46,13 @@ AGENT_NAME_KEY = "agent-name"
 
 #: Carries this process's token on the gateway's own calls over a gRPC hop.
 INTERNAL_TOKEN_KEY = "neuro-san-internal-token"
-#: Random per process: a worker of ``serve --workers`` has its own, as it has its own socket.
+#: A secret shared by a server and its standalone gateways (see the module's docstring).
+SHARED_TOKEN_SETTING = "AGENT_INTERNAL_TOKEN"
+_MIN_SHARED_TOKEN_CHARS = 32
+#: Random per process (a worker of ``serve --workers`` has its own, as it has its own socket),
+#: unless AGENT_INTERNAL_TOKEN replaces it at start-up.
 _PROCESS_TOKEN = secrets.token_hex(32)
+_SHARED = False
 
 #: Every key only the server's own front-ends may set.
 INTERNAL_METADATA_KEYS = frozenset(
@@ -73,6 +81,27 @@ def inbound_metadata(metadata: Iterable[tuple[str, Any]] | None, peer: str | Non
 def internal_token() -> str:
     """This process's token, for the gateway's channel to its own server's private socket."""
     return _PROCESS_TOKEN
+
+
+def load_shared_token(env: Mapping[str, str]) -> bool:
+    """At start-up: use ``AGENT_INTERNAL_TOKEN`` as this process's token when it is set (True).
+    A short secret is refused (ValueError), never used."""
+    global _PROCESS_TOKEN, _SHARED
+    value = env.get(SHARED_TOKEN_SETTING, "").strip()
+    if not value:
+        return False
+    if len(value) < _MIN_SHARED_TOKEN_CHARS:
+        raise ValueError(
+            f"{SHARED_TOKEN_SETTING} must be at least {_MIN_SHARED_TOKEN_CHARS} characters "
+            f"(it has {len(value)}): it lets a caller act as the server's own gateway"
+        )
+    _PROCESS_TOKEN, _SHARED = value, True
+    return True
+
+
+def shares_token() -> bool:
+    """Whether AGENT_INTERNAL_TOKEN was loaded (a standalone gateway then sends it)."""
+    return _SHARED
 
 
 def _is_our_token(key: Any, value: Any) -> bool:

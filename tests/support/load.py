@@ -278,10 +278,12 @@ class GatewayProcess:
 
 
 @contextlib.contextmanager
-def standalone_gateway(targets: Sequence[str], timeout: float = 20.0) -> Iterator[GatewayProcess]:
+def standalone_gateway(
+    targets: Sequence[str], timeout: float = 20.0, env: dict[str, str] | None = None
+) -> Iterator[GatewayProcess]:
     """``neuro-san gateway --target a,b,c --port 0`` as a subprocess, until the block ends."""
     args = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target", ",".join(targets), "--port", "0"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     process = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT
     )

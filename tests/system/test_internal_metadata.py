@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import grpc
@@ -9,7 +12,8 @@ import httpx
 import pytest
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 
-from tests.support.servers import ServerProcess, start_server
+from tests.support.load import standalone_gateway
+from tests.support.servers import ROOT, ServerProcess, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +80,29 @@ def test_the_gateway_s_own_internal_keys_hold_over_the_grpc_hop() -> None:
                           metadata=[("neuro-san-public-directory", "true"), ("neuro-san-internal-token", "guess")],
                           timeout=10)
             assert failure.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+SHARED = {"AGENT_INTERNAL_TOKEN": "s" * 40}
+
+
+def test_a_standalone_gateway_is_believed_only_with_the_shared_token() -> None:
+    """A standalone gateway is another process: its A2A card (an internal public-directory call)
+    is refused by a server with keys on, unless both share AGENT_INTERNAL_TOKEN."""
+    card = "/a2a/hello_world/.well-known/agent-card.json"
+    with start_server(env={"AGENT_API_KEYS": "the-key", **SHARED}) as server:
+        with standalone_gateway([server.grpc_target]) as stranger:
+            assert httpx.get(stranger.http_base + card, timeout=10).status_code == 401
+        with standalone_gateway([server.grpc_target], env=SHARED) as trusted:
+            reply = httpx.get(trusted.http_base + card, timeout=10)
+            assert reply.status_code == 200, reply.text
+            # The secret never comes from an HTTP client: the edge drops the header.
+            smuggled = {"Grpc-Metadata-neuro-san-internal-token": SHARED["AGENT_INTERNAL_TOKEN"]}
+            assert httpx.get(trusted.http_base + "/api/v1/list", headers=smuggled, timeout=10).status_code == 401
+
+
+def test_a_short_shared_token_is_refused_at_start() -> None:
+    for command in (["gateway", "--target", "127.0.0.1:1", "--port", "0"], ["serve", "--port", "0", "--no-http"]):
+        run = subprocess.run([sys.executable, "-m", "neuro_san.cli.main", *command], cwd=ROOT, timeout=60,
+                             capture_output=True, text=True, env={**os.environ, "AGENT_INTERNAL_TOKEN": "short"})
+        assert run.returncode == 2, run.stderr
+        assert "AGENT_INTERNAL_TOKEN must be at least 32 characters" in run.stderr
