@@ -42,6 +42,7 @@ from gateway.state.interface import (
     StateSettings,
     StateUnavailable,
 )
+from neuro_san.core.errors import redis_missing_message
 
 
 def make_state(settings: StateSettings | None = None) -> SharedState:
@@ -57,10 +58,7 @@ def make_state(settings: StateSettings | None = None) -> SharedState:
         if missing.name != "redis":
             raise
         # A setting the install cannot honour: refused at start with the extra to install.
-        raise ValueError(
-            "AGENT_REDIS_URL is set but the redis package is not installed: "
-            "pip install 'neuro-san-grpc[redis]'"
-        ) from None
+        raise ValueError(redis_missing_message("AGENT_REDIS_URL")) from None
     return RedisState(settings.redis_url, lease_seconds=settings.lease_seconds)
 
 

@@ -210,3 +210,8 @@ class ConfigurationError(NeuroSanError):
 
     code = Code.INVALID_ARGUMENT
     reason = "BAD_AGENT_NETWORK"
+
+
+def redis_missing_message(settings: str) -> str:
+    """One wording for every setting that needs the ``redis`` extra when it is not installed."""
+    return f"{settings} is set but the redis package is not installed: pip install 'neuro-san-grpc[redis]'"

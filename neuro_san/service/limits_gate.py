@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from neuro_san.core.errors import ConfigurationError, redis_missing_message
 from neuro_san.core.rate_limits import CallerLimits, RateLimited, RateLimiter
 from neuro_san.core.token_budgets import DAY, HOUR, TokenBudgetExhausted, TokenLedger
 
@@ -95,13 +96,8 @@ class RedisGate:
         except ModuleNotFoundError as missing:
             if missing.name != "redis":
                 raise
-            from neuro_san.core.errors import ConfigurationError
-
             # Refused at start (serve prints it as one line) with the extra that brings redis.
-            raise ConfigurationError(
-                "AGENT_REDIS_URL (or AGENT_LIMITS_REDIS_URL) is set but the redis package is not "
-                "installed: pip install 'neuro-san-grpc[redis]'"
-            ) from None
+            raise ConfigurationError(redis_missing_message("AGENT_REDIS_URL (or AGENT_LIMITS_REDIS_URL)")) from None
 
         self._redis: Any = aioredis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
         self._errors: tuple[type[BaseException], ...] = (aioredis.RedisError, OSError, asyncio.TimeoutError)
