@@ -14,8 +14,9 @@ Behaviour for one agent invocation (everything after the last user message):
    user text (or, for a sub-agent, to the matching argument its caller passed in
    ``The <name> is '<value>'.``).
 2. Otherwise answer with ``reply``, a template over ``{input}`` (the user text),
-   ``{results}`` (the tool results joined by ``"; "``) and ``{history}`` (how many
-   earlier user turns the conversation holds). The default is ``{results}`` when
+   ``{results}`` (the tool results joined by ``"; "``), ``{history}`` (how many
+   earlier user turns the conversation holds) and ``{previous}`` (the user's turn before
+   this one, which only a carried ``chat_context`` can give). The default is ``{results}`` when
    there are results, else ``{input}``. ``{subject}`` is what the agent was asked:
    the one argument its caller passed, else the user text.
 3. ``replies``, a list of ``{match, reply}``, is tried before ``reply``: the first whose
@@ -183,6 +184,7 @@ class ScriptedModel:
             "arithmetic": arithmetic_in(subject),
             "results": "; ".join(results),
             "history": str(sum(1 for m in messages[:last_user] if m.role == "user")),
+            "previous": next((m.content for m in reversed(messages[:last_user]) if m.role == "user"), ""),
         }
         if tools and not results and not any(m.tool_calls for m in turn):
             calls = self._plan_calls(tools, values, given, subject)

@@ -2,11 +2,12 @@
 
 The shell lines of the quick start run as a user would paste them (``bash -c``, with the
 virtualenv's ``bin`` first on PATH), with the README's ports (30011, 8080) rewritten to
-the test server's. The Python example runs in a subprocess. The network, manifest and
-coded tool of "Writing an agent network" are written to a temporary directory at the
-paths their first-line comments give, validated, and served; one chat goes through the
-coded tool. Lines that start a server (``make run``, ``neuro-san serve``) are not run:
-their targets, flags and environment variables are checked instead. Every environment
+the test server's. The Python example runs in a subprocess. "Writing an agent network" is a
+walkthrough, run in order as typed, in an empty directory: its shell lines run, its files are
+written at the paths their first-line comments give, its ``neuro-san serve`` line starts the
+server (on free ports) and its chat must answer. Elsewhere, lines that start a server
+(``make run``, ``neuro-san serve``) are not run: their targets, flags and environment
+variables are checked instead. Every environment
 variable the README names must appear in the code, so its tables cannot rot.
 
 A README command with no expectation below fails the test: a new command must say what
@@ -22,12 +23,14 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.servers import BUNDLED_MANIFEST, ROOT, ServerProcess, start_server
+from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -39,27 +42,21 @@ README_GRPC_PORT, README_HTTP_PORT = "30011", "8080"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 COMMAND_TIMEOUT = 30
 
-# The coded tool example calls eval_arithmetic, "your code": this is ours, written into
-# the module before the README's class.
-EVAL_ARITHMETIC = '''
-import ast as _ast
+WALKTHROUGH = "## Writing an agent network"
+WALKTHROUGH_PORTS = ("30012", "8082")
 
 
-def eval_arithmetic(expression: str) -> float | int:
-    tree = _ast.parse(expression, mode="eval")
-    allowed = (_ast.Expression, _ast.BinOp, _ast.UnaryOp, _ast.Constant, _ast.operator, _ast.unaryop)
-    if not all(isinstance(node, allowed) for node in _ast.walk(tree)):
-        raise ValueError("not arithmetic")
-    return eval(compile(tree, "<arithmetic>", "eval"), {"__builtins__": {}})
-
-'''
-
-# The manifest example names a private network the README does not show: a stand-in.
-PRIVATE_OTHER = '{"tools": [{"name": "other", "function": {"description": "Private."}, "instructions": "Echo."}]}'
+def readme_text(walkthrough: bool = False) -> str:
+    """The README without its walkthrough section, or (``walkthrough``) that section alone."""
+    text = README.read_text()
+    head, found, rest = text.partition(WALKTHROUGH)
+    assert found, f"the README has no {WALKTHROUGH!r} section"
+    section, _, tail = rest.partition("\n## ")
+    return found + section if walkthrough else head + "\n## " + tail
 
 
-def readme_blocks(language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(README.read_text()) if lang == language]
+def readme_blocks(language: str, text: str | None = None) -> list[str]:
+    return [body for lang, body in FENCE.findall(text or README.read_text()) if lang == language]
 
 
 def shell_lines(block: str) -> list[str]:
@@ -69,13 +66,14 @@ def shell_lines(block: str) -> list[str]:
 
 def inline_commands() -> list[str]:
     """Commands quoted inline in the prose (``neuro-san …``, ``VAR=… neuro-san …``)."""
-    text = FENCE.sub("", README.read_text())
+    text = FENCE.sub("", readme_text())
     spans = re.findall(r"`([^`\n]+)`", text)
     return [s for s in spans if re.match(r"^([A-Z_]+=\S+ )*neuro-san \w", s)]
 
 
 def all_commands() -> list[str]:
-    commands = [line for block in readme_blocks("sh") for line in shell_lines(block)]
+    """The quick start's and the reference's commands (the walkthrough is run on its own)."""
+    commands = [line for block in readme_blocks("sh", readme_text()) for line in shell_lines(block)]
     return commands + inline_commands()
 
 
@@ -85,11 +83,7 @@ def starts_a_server(command: str) -> bool:
     return words[:2] in (["make", "run"], ["make", "test"], ["make", "test-fast"], ["neuro-san", "serve"])
 
 
-def is_validate(command: str) -> bool:
-    return command.startswith("neuro-san validate")
-
-
-CLIENT_COMMANDS = [c for c in all_commands() if not starts_a_server(c) and not is_validate(c)]
+CLIENT_COMMANDS = [c for c in all_commands() if not starts_a_server(c)]
 SERVER_COMMANDS = [c for c in all_commands() if starts_a_server(c)]
 
 AGENT_SERVICE = "dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService"
@@ -245,64 +239,69 @@ def test_readme_python_example(live: ServerProcess, transport: str) -> None:
     assert result.returncode == 0, result.stderr
     names, first, second = result.stdout.splitlines()
     assert {"hello_world", "echo", "math_guy"} <= set(eval(names))  # noqa: S307 - a printed list of str
-    assert (first, second) == ("my name is Ada", "what did I say?")  # echo repeats each turn
+    # The second answer names the first question: the conversation was carried.
+    assert (first, second) == ("The answer is 42.", "You asked: What is 6 * 7?")
 
 
-def write_readme_files(root: Path) -> None:
-    """The README's network, manifest and coded tool, at the paths their comments give."""
-    blocks = readme_blocks("hocon") + [b for b in readme_blocks("python") if "CodedTool" in b]
-    for block in blocks:
-        match = re.match(r"# ([\w/.]+)", block)
-        assert match, f"an example without its path comment:\n{block[:200]}"
-        path = root / match.group(1)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".py":
-            head, tail = block.split("\nclass ", 1)
-            block = f"{head}\n{EVAL_ARITHMETIC}\nclass {tail}"
-        path.write_text(block)
-    (root / "registries" / "private").mkdir(exist_ok=True)
-    (root / "registries" / "private" / "other.hocon").write_text(PRIVATE_OTHER)
+def test_the_walkthrough_runs_as_typed(tmp_path: Path) -> None:
+    """"Writing an agent network", in order: shell lines run (``cd`` included), files are written
+    where their first-line comment says, the serve line serves (its ports made free), and the
+    chat answers through the coded tool, with no error, placeholder or scripted text."""
+    section = readme_text(walkthrough=True)
+    ports = {port: str(free_port()) for port in WALKTHROUGH_PORTS}
+    cwd, env = tmp_path, {"AGENT_LLM_OVERRIDE": ""}
+    outputs: list[str] = []
+    servers: list[ServerProcess] = []
+    try:
+        for language, body in FENCE.findall(section):
+            if language in ("hocon", "python"):
+                match = re.match(r"# ([\w/.]+)", body)
+                assert match, f"a walkthrough file without its path comment:\n{body[:200]}"
+                (cwd / match.group(1)).write_text(body)
+                continue
+            assert language == "sh", f"a walkthrough block of {language!r}: the test cannot run it"
+            for line in shell_lines(body):
+                for readme_port, port in ports.items():
+                    line = line.replace(readme_port, port)
+                if starts_a_server(line):
+                    servers.append(serve_line(line, cwd, venv_env(**env)))
+                    continue
+                # ``pwd`` last: a ``cd`` in the line moves the rest of the walkthrough.
+                run = run_shell(f"{line}\npwd", cwd=cwd, **env)
+                assert run.returncode == 0, f"{line}\n{run.stdout}\n{run.stderr}"
+                *printed, where = run.stdout.rstrip("\n").split("\n")
+                cwd = Path(where)
+                outputs.append("\n".join(printed))
+        assert servers, "the walkthrough never serves its network"
+    finally:
+        for server in servers:
+            server.terminate()
+    chat = outputs[-1]
+    lines = [line.strip() for line in chat.splitlines() if line.strip()]
+    assert 'front.calculator agent_progress: {"progress":0.5}' in lines, chat  # the coded tool ran
+    assert lines[-2:] == ["The answer is 42.", 'sly_data: {"equals":42}'], chat
+    for leak in ("scripted", "Error", "{", "eval_arithmetic"):
+        assert leak not in lines[-2], chat
 
 
-@pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("readme")
-    write_readme_files(root)
-    return root
-
-
-def test_readme_validate_command(written: Path) -> None:
-    [command] = [c for c in all_commands() if is_validate(c)]
-    result = run_shell(command, cwd=written)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_readme_network_and_coded_tool_serve_a_chat(written: Path) -> None:
-    """The README's network on a second server, its gpt-4o swapped for the scripted model.
-
-    Its front man lists ``/math_guy``, so the bundled manifest is served alongside (as
-    the README's ``:``-joined manifests would) and that link is checked too.
-    """
-    # gpt-4o becomes the scripted model, told to call both tools the front man lists
-    # (/math_guy is offered to the model as __math_guy; the script may name it math_guy).
-    # The override reaches math_guy's own agent too, whose input is the arguments as a
-    # JSON block, hence the literal expression, not {input}.
-    calls = [{"tool": name, "args": {"expression": "6 * 7"}} for name in ("calculator", "math_guy")]
-    override = {"class": "scripted", "calls": calls}
-    env = {"AGENT_LLM_OVERRIDE": json.dumps(override), "AGENT_TOOL_PATH": str(written / "coded_tools")}
-    extra = ["--manifest", str(BUNDLED_MANIFEST)]
-    with start_server(manifest=written / "registries" / "manifest.hocon", env=env, extra_args=extra) as server:
-        port = ["--port", str(server.grpc_port)]
-        chat = run_shell(shlex.join(["neuro-san", "chat", "my_network", "-m", "6 * 7", "--maximal", *port]))
-        assert chat.returncode == 0, chat.stderr + server.log()[-2000:]
-        lines = [line.strip() for line in chat.stdout.splitlines()]
-        assert 'front.calculator agent_progress: {"progress":0.5}' in lines  # the README's coded tool ran
-        # Its answer, the bundled math_guy's through /math_guy, then the sly_data that
-        # allow.to_upstream lets back to the client.
-        assert [line for line in lines if line][-2:] == ["42; The answer is 42.", 'sly_data: {"equals":42}']
-        links = run_shell(shlex.join(["neuro-san", "connectivity", "my_network", "--format", "json", *port]))
-        assert links.returncode == 0, links.stderr
-        nodes = {n["origin"]: n["display_as"] for n in json.loads(links.stdout)["connectivity_info"]}
-        assert nodes == {"front": "llm_agent", "calculator": "coded_tool", "/math_guy": "external_agent"}
-        listing = run_shell(shlex.join(["neuro-san", "list", *port]))
-        assert "my_network" in listing.stdout and "private/other" not in listing.stdout  # public: false
+def serve_line(line: str, cwd: Path, env: dict[str, str]) -> ServerProcess:
+    """The walkthrough's ``neuro-san serve`` line, started as typed (in the background)."""
+    words = shlex.split(line)
+    assignments = dict(word.split("=", 1) for word in words if re.match(r"^[A-Z_]+=", word))
+    command = [VENV_BIN / "neuro-san", *words[len(assignments) + 1:], "--host", "127.0.0.1"]
+    process = subprocess.Popen(
+        [str(part) for part in command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=cwd, env={**env, **assignments, "PYTHONUNBUFFERED": "1"},
+    )
+    grpc_port = int(words[words.index("--port") + 1])
+    server = ServerProcess(process, grpc_port, 0)
+    lines = server.output
+    deadline = time.monotonic() + 30
+    assert process.stdout is not None
+    for output in process.stdout:
+        lines.append(output)
+        if output.startswith("READY ") or time.monotonic() > deadline:
+            break
+    threading.Thread(target=lambda: lines.extend(process.stdout or ()), daemon=True).start()
+    assert any(out.startswith("READY ") for out in lines), f"{line} did not start:\n{server.log()}"
+    return server
