@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
-from neuro_san.cli.render import Style, compact_json, message_json, thinking_lines, wants_colour
+from neuro_san.cli.render import Style, compact_json, message_json, thinking_lines, token_usage, wants_colour
 from neuro_san.client.errors import AgentNotFound, ClientError, Unavailable
 from neuro_san.core.messages import ChatFilter, ChatMessage, DeltaKind, MessageType
 
@@ -85,6 +85,8 @@ class ChatPrinter:
         self.streamed = ""
         #: A delta left the cursor mid-line.
         self.mid_line = False
+        #: The token-usage numbers shown this turn (--maximal).
+        self.usage_shown: dict[str, Any] | None = None
         self.out = out
         self.style = Style(wants_colour(out))
         self.spinner = Spinner(err, enabled=wants_colour(err) and not self.as_json)
@@ -93,6 +95,7 @@ class ChatPrinter:
         chat_filter = ChatFilter.MAXIMAL if self.maximal else ChatFilter.MINIMAL
         answer: ChatMessage | None = None
         self.streamed = ""
+        self.usage_shown = None
         self.spinner.start()
         try:
             stream = conversation.stream(text, chat_filter, timeout=deadline, stream_tokens=self.stream_tokens)
@@ -144,6 +147,15 @@ class ChatPrinter:
             if message.sly_data:
                 self.out.write(self.style.dim("sly_data: " + compact_json(message.sly_data)) + "\n")
         elif self.maximal:
+            usage = token_usage(message.structure)
+            if usage is not None and message.structure is not None:
+                # The stream reports usage twice (the network's, then the request's total,
+                # as neuro-san does); the same numbers are shown once.
+                numbers = {k: message.structure.get(k) for k in ("total_tokens", "successful_requests")}
+                if numbers == self.usage_shown:
+                    self.mid_line = False
+                    return
+                self.usage_shown = numbers
             if self.mid_line:
                 self.out.write("\n")
             self.out.write("\n".join(thinking_lines(message, self.style)) + "\n")
@@ -223,7 +235,11 @@ def _interactive(
             runner.run(printer.turn(conversation, text, args.timeout))
         except KeyboardInterrupt:
             err.write(style.dim("\n(interrupted)\n"))
-        except (AgentNotFound, Unavailable):
+        except (AgentNotFound, Unavailable) as error:
+            if error.reason.startswith("LLM_") or error.reason == "UPSTREAM_UNAVAILABLE":
+                # The server is there; its model or a network it called failed this turn.
+                err.write(style.red(f"error: {error.message}") + "\n")
+                continue
             raise  # nothing more to say to this agent: the caller exits with its code
         except ClientError as error:
             err.write(style.red(f"error: {error.message}") + "\n")  # this turn failed; the next may not

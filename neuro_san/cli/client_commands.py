@@ -22,6 +22,8 @@ EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_UNAVAILABLE = 4
 EXIT_TIMEOUT = 5
+EXIT_LLM = 6
+EXIT_UPSTREAM = 7
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = f"""exit status:
@@ -31,7 +33,28 @@ EXIT_CODES_HELP = f"""exit status:
   {EXIT_NOT_FOUND}    no such agent on that server
   {EXIT_UNAVAILABLE}    the server cannot be reached (or is draining)
   {EXIT_TIMEOUT}    the --timeout passed
+  {EXIT_LLM}    the server answered, but its LLM provider failed (key, model, quota, unreachable)
+  {EXIT_UPSTREAM}    the server answered, but a network it called failed (/name, http(s)://, grpc://, A2A)
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+
+
+def exit_code_of(error: Any) -> int:
+    """The exit status of a client error: by the server's ErrorInfo reason first (an LLM's
+    failure and a called network's arrive as UNAVAILABLE, as does a server that is down)."""
+    # Lazy: the client library loads when a command runs (module docstring).
+    from neuro_san.client import errors
+
+    if error.reason.startswith("LLM_"):
+        return EXIT_LLM
+    if error.reason == "UPSTREAM_UNAVAILABLE":
+        return EXIT_UPSTREAM
+    if isinstance(error, errors.AgentNotFound):
+        return EXIT_NOT_FOUND
+    if isinstance(error, errors.Unavailable):
+        return EXIT_UNAVAILABLE
+    if isinstance(error, errors.DeadlineExceeded):
+        return EXIT_TIMEOUT
+    return EXIT_ERROR
 
 
 def _connection_options() -> argparse.ArgumentParser:
@@ -155,13 +178,7 @@ def _command(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
             return EXIT_USAGE
         except errors.ClientError as error:
             sys.stderr.write(red(f"neuro-san {args.command}: {error.code.name}: {error.message}") + "\n")
-            if isinstance(error, errors.AgentNotFound):
-                return EXIT_NOT_FOUND
-            if isinstance(error, errors.Unavailable):
-                return EXIT_UNAVAILABLE
-            if isinstance(error, errors.DeadlineExceeded):
-                return EXIT_TIMEOUT
-            return EXIT_ERROR
+            return exit_code_of(error)
         except BrokenPipeError:  # `neuro-san list | head`
             return EXIT_OK
 

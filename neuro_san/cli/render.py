@@ -99,15 +99,45 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def token_usage(structure: dict[str, Any] | None) -> str | None:
+    """A token-usage report in one line, or None when ``structure`` is not one."""
+    if not structure or "total_tokens" not in structure or "caveats" not in structure:
+        return None
+    caveats = structure.get("caveats") or [""]
+    scope = "request total" if "models" in structure or str(caveats[0]).startswith("Request total") else "network"
+    return (f"token usage ({scope}): {structure.get('total_tokens')} tokens ({structure.get('prompt_tokens')} prompt, "
+            f"{structure.get('completion_tokens')} completion) in {structure.get('successful_requests')} LLM calls, "
+            f"{structure.get('time_taken_in_seconds')} s")
+
+
+def thinking_text(message: ChatMessage) -> str:
+    """What a MAXIMAL message says, its structure folded in: the arguments after "Invoking: … with:"
+    and "Received arguments:", the output after "Got result:", token usage in one line."""
+    text, structure = message.text, message.structure or {}
+    if "invoking_start" in structure and "params" in structure:
+        return f"{text} {compact_json(structure['params'])}"
+    if structure.get("tool_start") and isinstance(structure.get("tool_args"), dict):
+        args = {k: v for k, v in structure["tool_args"].items() if k not in ("origin", "origin_str")}
+        return f"{text} {compact_json(args)}"
+    if structure.get("tool_end") and "tool_output" in structure:
+        output = structure["tool_output"]
+        shown = output if isinstance(output, str) else compact_json(output)
+        return f"{text} {'(error) ' if structure.get('tool_error') else ''}{shown}"
+    usage = token_usage(message.structure)
+    if usage is not None and not text:
+        return usage
+    if not text and message.structure:
+        return compact_json(message.structure)
+    return text
+
+
 def thinking_lines(message: ChatMessage, style: Style) -> list[str]:
     """One message of a MAXIMAL stream: indented by its origin depth, prefixed by its
     dotted origin, continuation lines aligned under the text."""
     depth = max(len(message.origin) - 1, 0)
     indent = "  " * depth
     who = origin_str(message.origin) or "(framework)"
-    text = message.text
-    if not text and message.structure:
-        text = compact_json(message.structure)
+    text = thinking_text(message)
     if not text and message.type is MessageType.AGENT_PROGRESS:
         text = "…"
     label = message.type.name.lower()

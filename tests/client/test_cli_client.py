@@ -113,6 +113,14 @@ def test_maximal_shows_thinking_by_origin(cli_server: ServerProcess, transport: 
     assert "  math_guy.calculator agent_progress: evaluating" in lines  # depth 2: indented once
     assert "math_guy agent_tool_result: 14" in lines
     assert lines[-2:] == ["The answer is 14.", 'sly_data: {"equals":14}']
+    # What the structured messages say is on their line, not left out after a colon.
+    assert 'math_guy agent: Invoking: `calculator` with: {"expression":"2*(3+4)"}' in lines
+    assert '  math_guy.calculator agent: Received arguments: {"expression":"2*(3+4)"}' in lines
+    assert "  math_guy.calculator agent: Got result: 14" in lines
+    assert not [line for line in lines if line.endswith(":")], result.stdout
+    # The usage, reported twice by the stream with the same numbers, is shown once, in words.
+    [usage] = [line for line in lines if "token usage" in line]
+    assert usage.startswith("math_guy agent: token usage (") and " LLM calls, " in usage
 
 
 def test_interactive_chat_keeps_the_conversation(cli_server: ServerProcess) -> None:
@@ -238,3 +246,31 @@ def test_client_commands_do_not_import_aiohttp_for_grpc(tmp_path: Path) -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def _failing_networks(root: Path) -> Path:
+    """One network whose LLM cannot be reached, one whose /name-style remote network cannot."""
+    dead = free_port()
+    no_llm = {"tools": [{"name": "front", "function": {"description": "d"}, "instructions": "i",
+                         "llm_config": {"class": "openai", "model_name": "gpt-4o", "openai_api_key": "k",
+                                        "openai_api_base": f"http://127.0.0.1:{dead}/v1", "max_attempts": 1}}]}
+    no_peer = {"llm_config": {"class": "scripted"},
+               "tools": [{"name": "front", "function": {"description": "d"}, "instructions": "i",
+                          "tools": [f"grpc://127.0.0.1:{dead}/echo"]}]}
+    (root / "no_llm.json").write_text(json.dumps(no_llm))
+    (root / "no_peer.json").write_text(json.dumps(no_peer))
+    (root / "manifest.json").write_text(json.dumps({"no_llm.json": True, "no_peer.json": True}))
+    return root / "manifest.json"
+
+
+def test_a_failing_llm_or_called_network_has_its_own_exit_code(tmp_path: Path) -> None:
+    """The server answered: not 4 ("cannot be reached") but 6 (its LLM) or 7 (a network it called)."""
+    with start_server(manifest=_failing_networks(tmp_path)) as server:
+        llm = neuro_san("chat", "no_llm", "-m", "hi", *on(server, "grpc"))
+        assert llm.returncode == 6, llm.stderr
+        assert "connection to" in llm.stderr
+        peer = neuro_san("chat", "no_peer", "-m", "hi", *on(server, "grpc"))
+        assert peer.returncode == 7, peer.stdout + peer.stderr
+    help_text = neuro_san("chat", "--help").stdout
+    assert "6    the server answered, but its LLM provider failed" in help_text
+    assert "7    the server answered, but a network it called failed" in help_text

@@ -148,7 +148,7 @@ def test_the_readme_shows_what_the_issue_asks_for() -> None:
     assert any(c.startswith("make run") for c in commands)
     assert any(c.startswith("curl") for c in commands) and any(c.startswith("grpcurl") for c in commands)
     assert any(c.startswith("neuro-san chat") for c in commands)
-    assert len(readme_blocks("python")) == 2 and len(readme_blocks("hocon")) == 2
+    assert len(readme_blocks("python", readme_text())) == 3 and len(readme_blocks("hocon")) == 2
     assert any("AGENT_LLM_OVERRIDE=" in c for c in commands)
 
 
@@ -241,6 +241,24 @@ def test_readme_python_example(live: ServerProcess, transport: str) -> None:
     assert {"hello_world", "echo", "math_guy"} <= set(eval(names))  # noqa: S307 - a printed list of str
     # The second answer names the first question: the conversation was carried.
     assert (first, second) == ("The answer is 42.", "You asked: What is 6 * 7?")
+
+
+@pytest.mark.parametrize("binding", ["jsonrpc", "grpc"])
+def test_readme_a2a_example(live: ServerProcess, binding: str) -> None:
+    """The A2A snippet with the official SDK; the gRPC one is the lines it says to put in main()."""
+    [example] = [b for b in readme_blocks("python") if "create_client" in b and "asyncio.run" in b]
+    if binding == "grpc":
+        [lines] = [b for b in readme_blocks("python") if "supported_protocol_bindings" in b]
+        swapped = "\n".join(line for line in lines.splitlines() if not line.startswith("#"))
+        example = "import grpc\n" + re.sub(r"^ +client = await create_client\(.*?\)\)\n", swapped + "\n",
+                                          example, flags=re.M | re.S)
+        assert "supported_protocol_bindings" in example
+    example = example.replace(":" + README_HTTP_PORT, f":{live.http_port}")
+    result = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr + live.log()[-2000:]
+    assert result.stdout.strip() == "The answer is 42."
 
 
 def test_the_walkthrough_runs_as_typed(tmp_path: Path) -> None:
