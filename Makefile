@@ -108,7 +108,7 @@ $(FAST_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[dev,fast]'
 	@touch $(FAST_STAMP)
 
-bench: $(FAST_STAMP) ## run the benchmark suite (with uvloop) and print its table
+bench: $(FAST_STAMP) ## the benchmark (uvloop): S1-S4 load, S5/S7 bursts, S6 floors, S8 workers, S9 tokens; many minutes (`python -m bench.run --help`)
 	$(PY) -m bench.run
 
 bench-smoke: $(STAMP) ## a quick run of the benchmark, to keep it from rotting (asserts nothing)

@@ -28,6 +28,25 @@ from bench.table import render_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "limiter")
+#: What each scenario measures (``--help``; docs/performance.md has the method).
+SCENARIO_HELP = {
+    "startup": "three fresh servers: spawn to GET /healthz 200, idle RSS, one chat",
+    "S1": "echo, 1 client back to back, HTTP, 5 s: latency p50/p99, server CPU per chat",
+    "S2": "echo (one LLM call), 16 clients, HTTP, 15 s: chats/s, CPU per chat",
+    "S3": "math_guy (two LLM calls and a coded tool), 16 clients, HTTP, 15 s",
+    "S4": "echo, 16 clients, gRPC, 15 s (S4/S2: the gateway's cost)",
+    "S5": "2,000 chats at once, the fake LLM taking 1 s: completed, p99, peak RSS",
+    "S6": "the floors: bare aiohttp and grpc.aio servers under S2/S4's load and S5's burst",
+    "S7": "10,000 HTTP chats at once, 5 s LLM, then the same burst on the bare aiohttp floor",
+    "S8": "S2 against serve --workers 2 and --workers 1 (CPU summed over the workers)",
+    "S9": "token streaming: a 50-word answer paced 20 ms per word, time to first token",
+    "limiter": "the per-caller rate limiter and token budget's cost per chat",
+}
+EPILOG = "scenarios:\n" + "\n".join(f"  {name:<8} {text}" for name, text in SCENARIO_HELP.items()) + (
+    "\n\nHow long: --smoke under a minute; a full run (3 runs of each) is many minutes (about 8 before"
+    "\nS7-S9 existed, docs/performance.md); every run prints its wall time and keeps it as wall_s."
+    "\nNothing asserts a timing: compare runs taken back to back."
+)
 
 
 @dataclass(frozen=True)
@@ -268,7 +287,11 @@ def uvloop_installed() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--smoke", action="store_true", help="every scenario, very briefly (under a minute)")
     parser.add_argument("--runs", type=int, default=None, help="runs per scenario (median reported; default 3)")
     parser.add_argument("--no-uvloop", action="store_true", help="run every process on asyncio's own loop")
@@ -305,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = json.dumps(report, indent=2)
     (args.out / f"{report['timestamp'].replace(':', '')}.json").write_text(text)
     (args.out / "latest.json").write_text(text)
-    print(f"\nwritten: {args.out / 'latest.json'}", file=sys.stderr)
+    print(f"\nwritten: {args.out / 'latest.json'} ({report['wall_s']:.0f} s)", file=sys.stderr)
     return 0
 
 
