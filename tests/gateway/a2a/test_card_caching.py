@@ -16,8 +16,9 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver
 
+from gateway import GatewayConfig
 from gateway.a2a.card_http import CardSettings, none_match, parse_host
-from gateway.composition import protocol_frontends
+from gateway.composition import protocol_frontends, start_gateway
 from tests.support.servers import ServerProcess, launch
 
 #: Takes seconds (starts servers): not in `make test-fast`.
@@ -162,3 +163,24 @@ def test_the_sdks_card_resolver_reads_the_card(servers: tuple[ServerProcess, Ser
             return card.supported_interfaces[0].url
 
     assert asyncio.run(resolve()) == f"{by_host.http_base}/a2a/math_guy"
+
+
+def test_cors_keeps_the_cards_vary(servers: tuple[ServerProcess, ServerProcess]) -> None:
+    """CORS adds ``Vary: Origin`` to the card's own ``Vary``, never in its place (a cache
+    would otherwise serve one Host's card for another)."""
+    by_host, _ = servers
+
+    async def scenario() -> set[str]:
+        config = GatewayConfig(cors_origins=("http://ui.example",))
+        handle = await start_gateway(by_host.grpc_target, "127.0.0.1", 0, config,
+                                     frontends=protocol_frontends(playground=False))
+        try:
+            async with httpx.AsyncClient(timeout=10) as http:
+                reply = await http.get(f"http://127.0.0.1:{handle.port}{CARD_PATHS[1]}",
+                                       headers={"Origin": "http://ui.example"})
+            assert reply.status_code == 200 and reply.headers["Access-Control-Allow-Origin"] == "http://ui.example"
+            return {v.strip().lower() for value in reply.headers.get_list("Vary") for v in value.split(",")}
+        finally:
+            await handle.stop()
+
+    assert asyncio.run(scenario()) == {"host", "origin", "authorization", "x-api-key"}
