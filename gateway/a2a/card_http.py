@@ -62,7 +62,7 @@ _CREDENTIAL_HEADERS = "Authorization, X-Api-Key"
 def parse_host(text: str) -> tuple[str, int | None] | None:
     """``host[:port]`` → (host, port), host lower-cased, IPv6 kept in brackets; None for
     anything else (userinfo, path, query, fragment, spaces, a zone id, port 0 or > 65535)."""
-    host, port_text = text, None
+    port_text: str | None = None
     if text.startswith("["):
         end = text.find("]")
         if end < 0:
@@ -79,16 +79,13 @@ def parse_host(text: str) -> tuple[str, int | None] | None:
                 return None
             port_text = rest[1:]
     else:
-        if text.count(":") > 1:
-            return None
-        host, _, port_text_or_empty = text.partition(":")
-        port_text = port_text_or_empty if ":" in text else None
-        host = host.lower()
-        if len(host) > _MAX_NAME or not _NAME.fullmatch(host):
+        host, colon, port_text = text.partition(":")
+        port_text = port_text if colon else None
+        if len(host) > _MAX_NAME or not _NAME.fullmatch(host.lower()):
             return None
     if port_text is None:
         return host.lower(), None
-    if not _PORT.fullmatch(port_text) or not 0 < int(port_text) < 65536:
+    if not _PORT.fullmatch(port_text) or not 0 < int(port_text) < 65536:  # "a:1:2" fails here too
         return None
     return host.lower(), int(port_text)
 
