@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from gateway.a2a import a2a_frontends
+from gateway.a2a.card_http import CardSettings
 from gateway.a2a.push_policy import allowed_networks
 from gateway.a2a.push_signing import signer_from_env
 from gateway.a2a.switch import a2a_enabled
@@ -43,11 +44,13 @@ def protocol_frontends(
     front-end.
 
     Raises ConfigurationError / ValueError for settings that cannot work (the OAuth ones,
-    the shared state's ``AGENT_REDIS_URL``…, ``AGENT_A2A_PUSH_ALLOWED_NETWORKS``), so the
+    the shared state's ``AGENT_REDIS_URL``…, ``AGENT_A2A_PUSH_ALLOWED_NETWORKS``, the cards'
+    ``AGENT_HTTP_PUBLIC_URL``), so the
     server refuses to start rather than fail on the first A2A or MCP request."""
     StateSettings.from_env(env)
     allowed_networks(env)  # AGENT_A2A_PUSH_ALLOWED_NETWORKS
     signer_from_env(env)  # AGENT_A2A_PUSH_SIGNING_KEY_FILE: readable, and a key we can sign with
+    CardSettings.from_env(env)  # AGENT_HTTP_PUBLIC_URL, AGENT_GRPC_PUBLIC_TARGET, AGENT_A2A_CARD_MAX_AGE
     a2a = a2a_frontends(a2a_grpc) if a2a_enabled(env) else []
     return [*mcp_frontends(dict(env) if env is not None else None), *a2a, *oauth_frontends(env),
             make_frontend(playground)]

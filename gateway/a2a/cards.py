@@ -3,7 +3,8 @@
 A network's card comes from its Function (description) and the concierge listing
 (tags); its interfaces are the JSON-RPC binding at ``<base>/a2a/<agent>`` (1.0 and 0.3) and
 the HTTP+JSON binding at ``<base>/a2a/<agent>/rest`` and, inside ``neuro-san serve``, the
-gRPC binding on the gRPC port (``<host>:<grpc port>``, the network as its ``tenant``). The
+gRPC binding on the gRPC port (``<host>:<grpc port>``, the network as its ``tenant``);
+``<base>`` and ``<host>`` are chosen by :mod:`gateway.a2a.card_http` (never a hostile Host). The
 server-wide card at ``/.well-known/agent-card.json`` is a directory: one skill per
 public network, and one JSON-RPC interface at ``<base>/a2a`` where each request names its
 network in ``tenant`` (no network is preferred, so a client that resolves this card must
@@ -45,16 +46,6 @@ def agent_url(base: str, agent: str) -> str:
 def _interface(url: str, binding: TransportProtocol = TransportProtocol.JSONRPC,
                version: str = PROTOCOL_VERSION_CURRENT) -> AgentInterface:
     return AgentInterface(url=url, protocol_binding=binding.value, protocol_version=version)
-
-
-def grpc_target(host: str, port: int) -> str:
-    """The gRPC binding's address: the host the caller reached the HTTP port by (its
-    ``Host``, port dropped, IPv6 brackets kept), with the gRPC port."""
-    if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    elif ":" in host:
-        host = host.rpartition(":")[0]
-    return f"{host}:{port}"
 
 
 def network_interfaces(base: str, agent: str, grpc: str | None = None) -> list[AgentInterface]:

@@ -45,7 +45,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Router
 
 from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi
-from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, grpc_target, network_card, server_card
+from gateway.a2a.card_http import CardPlace, CardSettings, card_place, card_response
+from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import NetworkExecutor, call_state
 from gateway.a2a.outage import jsonrpc_answer, met, noting_outages, quiet_sdk_reports, rest_answer
@@ -107,10 +108,6 @@ async def _card_security(api_keys: bool) -> CardSecurity:
     return CardSecurity(api_keys=api_keys, oauth=oauth)
 
 
-def _base_url(request: web.Request) -> str:
-    return f"{request.scheme}://{request.host}"
-
-
 def _jsonrpc_error(
     status: int, code: int, message: str, data: Any = None, headers: list[tuple[str, str]] | None = None
 ) -> web.Response:
@@ -160,6 +157,7 @@ class A2AFrontEnd:
         self.state = process_state()
         self.conversations = conversations or ConversationStore(self.state)
         self._secured = _api_keys_configured()
+        self.card_settings = CardSettings.from_env()  # checked at start by protocol_frontends
         self.tasks: RedisTaskStore | None = None
         quiet_sdk_reports()
         if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
@@ -225,9 +223,9 @@ class A2AFrontEnd:
                                      timeout=_LOOKUP_TIMEOUT)
         return str(reply.function.description)
 
-    def _grpc(self, request: web.Request) -> str | None:
-        """The gRPC interface's address for the cards (None when not served)."""
-        return grpc_target(request.host, self.grpc_port) if self.grpc_port else None
+    def _place(self, request: web.Request) -> CardPlace:
+        """Where the cards say we are: never a Host that is not a plain host[:port] (400)."""
+        return card_place(request, self.card_settings, self.grpc_port)
 
     async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
         """The network's description and concierge tags."""
@@ -244,18 +242,19 @@ class A2AFrontEnd:
 
     async def agent_card(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         agent = captures["agent"]
+        place = self._place(request)
         try:
             description, tags = await self._describe(request, agent)
         except grpc.aio.AioRpcError as error:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
-        card = network_card(_base_url(request), agent, description, tags, await _card_security(self._secured),
-                            self._grpc(request))
-        return json_response(200, json.dumps(card_to_json(card)).encode())
+        card = network_card(place.base, agent, description, tags, await _card_security(self._secured), place.grpc)
+        return card_response(request, json.dumps(card_to_json(card)).encode(), place, self.card_settings)
 
     async def server_card(self, request: web.Request, _captures: dict[str, str], _body: bytes) -> (
         web.StreamResponse
     ):
+        place = self._place(request)
         try:
             listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._card_metadata(request),
                                        timeout=_LOOKUP_TIMEOUT)
@@ -263,8 +262,8 @@ class A2AFrontEnd:
             status, body = status_from_rpc_error(error)
             return json_response(status, dumps(body))
         agents = [(a.agent_name, a.description, list(a.tags)) for a in listing.agents]
-        card = server_card(_base_url(request), agents, await _card_security(self._secured), self._grpc(request))
-        return json_response(200, json.dumps(card_to_json(card)).encode())
+        card = server_card(place.base, agents, await _card_security(self._secured), place.grpc)
+        return card_response(request, json.dumps(card_to_json(card)).encode(), place, self.card_settings)
 
     async def jwks(self, _request: web.Request, _captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         if self.signer is None:
@@ -283,8 +282,9 @@ class A2AFrontEnd:
         params = body.get("params") if isinstance(body, dict) else None
         tenant = params.get("tenant") if isinstance(params, dict) else None
         if not isinstance(tenant, str) or not tenant.strip("/"):
+            # Relative paths: an error must not echo the request's Host either.
             return _jsonrpc_error(200, -32602, "name the agent network in params.tenant (the skills of "
-                                  f"{_base_url(request)}/.well-known/agent-card.json), or use the network's own "
+                                  "/.well-known/agent-card.json), or use the network's own "
                                   "card at /a2a/<network>/.well-known/agent-card.json")
         return await self.jsonrpc(request, {"agent": tenant.strip("/")}, raw)
 

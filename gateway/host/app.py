@@ -175,6 +175,9 @@ class Host:
     async def _add_cors(self, request: web.Request, response: web.StreamResponse) -> None:
         cors = self._cors_headers(request)
         for name, value in cors:
+            if name == "Vary" and "Vary" in response.headers:
+                # Added to the route's own Vary (an Agent Card's Host), never in its place.
+                value = f"{response.headers['Vary']}, {value}"
             response.headers[name] = value
         if cors and request.method == "OPTIONS" and response.status == 204:
             response.headers["Access-Control-Allow-Methods"] = response.headers.get("Allow", "")
