@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.host.allowed_hosts import AllowedHosts
 from gateway.host.connection_guard import ConnectionLimits
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -38,6 +39,8 @@ class GatewayConfig:
       certificate (useful when the target is an address list).
     - ``connection_limits``: deadlines and caps for slow and flooding clients (see
       :mod:`gateway.host.connection_guard`; ``AGENT_HTTP_*`` environment variables by default).
+    - ``allowed_hosts``: the ``Host`` names every route answers (:mod:`gateway.host.allowed_hosts`;
+      ``AGENT_HTTP_ALLOWED_HOSTS`` by default, a bad entry refused here, at start).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -56,6 +59,7 @@ class GatewayConfig:
     target_key: Path | None = None
     target_server_name: str | None = None
     connection_limits: ConnectionLimits = field(default_factory=lambda: ConnectionLimits.from_env(os.environ))
+    allowed_hosts: AllowedHosts = field(default_factory=lambda: AllowedHosts.from_env(os.environ))
 
     @property
     def serves_tls(self) -> bool:

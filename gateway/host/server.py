@@ -89,7 +89,7 @@ async def start_host(
             target, config.max_body_bytes, credentials=credentials, server_name=config.target_server_name
         )
     try:
-        app_host = Host(invoker, config, methods, frontends)
+        app_host = Host(invoker, config, methods, frontends, bound_host=host)
         runner = GuardedAppRunner(
             app_host.make_app(),
             config.connection_limits,
