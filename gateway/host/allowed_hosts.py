@@ -19,12 +19,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 SETTING = "AGENT_HTTP_ALLOWED_HOSTS"
 _LABEL = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?"
 _NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _PORT = re.compile(r":\d{1,5}")
+_REMEMBERED = 1024
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class AllowedHosts:
     #: ``*.example.com`` is kept as ``.example.com``.
     suffixes: tuple[str, ...] = ()
     any_host: bool = False
+    # Every request asks, and a server sees few distinct Host values: a parse costs
+    # microseconds, a dict hit nanoseconds. Bounded, so new values each time only pay the parse.
+    _verdicts: dict[str, bool] = field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @classmethod
     def parse(cls, text: str | None) -> AllowedHosts:
@@ -77,6 +81,14 @@ class AllowedHosts:
         """Whether a request with this ``Host`` header is served."""
         if host_header is None:
             return True  # no browser sends a request without Host: nothing to rebind
+        verdict = self._verdicts.get(host_header)
+        if verdict is None:
+            verdict = self._decide(host_header)
+            if len(self._verdicts) < _REMEMBERED:
+                self._verdicts[host_header] = verdict
+        return verdict
+
+    def _decide(self, host_header: str) -> bool:
         host = hostname(host_header)
         if host is None:
             return False
