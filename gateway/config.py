@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.host.allowed_hosts import AllowedHosts
 from gateway.host.connection_guard import ConnectionLimits
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -41,6 +42,8 @@ class GatewayConfig:
     - ``send_internal_token``: the channel to a ``str`` target adds this process's internal
       token to every call (:mod:`neuro_san.core.internal_metadata`): ``serve``'s gateway
       calling its own server, or a standalone gateway given ``AGENT_INTERNAL_TOKEN``.
+    - ``allowed_hosts``: the ``Host`` names every route answers (:mod:`gateway.host.allowed_hosts`;
+      ``AGENT_HTTP_ALLOWED_HOSTS`` by default, a bad entry refused here, at start).
     """
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -60,6 +63,7 @@ class GatewayConfig:
     target_server_name: str | None = None
     connection_limits: ConnectionLimits = field(default_factory=lambda: ConnectionLimits.from_env(os.environ))
     send_internal_token: bool = False
+    allowed_hosts: AllowedHosts = field(default_factory=lambda: AllowedHosts.from_env(os.environ))
 
     @property
     def serves_tls(self) -> bool:

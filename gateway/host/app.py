@@ -5,8 +5,10 @@ routes through the seam (:mod:`gateway.host.frontends`); the host adds its own
 endpoints (``/healthz``, ``/readyz``, ``/livez``, ``/metrics``). aiohttp's router sees
 a single catch-all route, so 404, 405 (with ``Allow``), OPTIONS and CORS come out of one
 place, and so do the guards every route gets by construction: refusal while draining,
-and the body read through :func:`gateway.host.body.read_guarded_body` before the
-handler runs. Each refusal is phrased by the matched route's renderer.
+the ``Host`` allowlist (421 for a name the deployment did not list: DNS rebinding,
+:mod:`gateway.host.allowed_hosts`), and the body read through
+:func:`gateway.host.body.read_guarded_body` before the handler runs. Each refusal is
+phrased by the matched route's renderer.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiohttp import web
 
 from gateway.config import GatewayConfig
+from gateway.host.allowed_hosts import SETTING as ALLOWED_HOSTS_SETTING
 from gateway.host.body import read_guarded_body
 from gateway.host.errors import GatewayError, status_refusal
 from gateway.host.frontends import FrontEnd, FrontEndContext, FrontEndFactory, FrontEndRoute, RefusalRenderer
@@ -61,9 +64,12 @@ class Host:
         config: GatewayConfig,
         methods: Mapping[str, MethodRef],
         frontends: Iterable[FrontEndFactory] = (),
+        bound_host: str | None = None,
     ) -> None:
         self.invoker = invoker
-        self.config = config
+        # The name the site listens on is allowed too; the front-ends see the same list
+        # (MCP's Origin rule uses it).
+        self.config = config = replace(config, allowed_hosts=config.allowed_hosts.with_bound(bound_host))
         self.draining = False
         self.mapper = HeaderMapper(config.forwarded_headers)
         self._cors_origins = frozenset(config.cors_origins)
@@ -128,17 +134,30 @@ class Host:
     async def _respond(self, request: web.Request, label: RouteLabel) -> web.StreamResponse:
         raw_path = request.rel_url.raw_path
         refusal: RefusalRenderer = status_refusal
+        # Checked before anything else, on every route (health, metrics, preflights and
+        # 404s included), so no front-end can forget it; phrased by the route's renderer.
+        host_allowed = self.config.allowed_hosts.allows(request.headers.get("Host"))
         try:
             if request.method == "OPTIONS":
                 label.name = PREFLIGHT
+                if not host_allowed:
+                    raise self._misdirected(request, raw_path)
                 return self._options(request, raw_path)
-            match = self.router.match(request.method, raw_path)
+            try:
+                match = self.router.match(request.method, raw_path)
+            except (NoRoute, MethodNotAllowed):
+                if not host_allowed:
+                    raise self._misdirected(request, raw_path) from None
+                raise
             target = match.target
             label.name = target.name
+            if isinstance(target, FrontEndRoute):
+                refusal = target.refusal
+            if not host_allowed:
+                raise self._misdirected(request, raw_path)
             if isinstance(target, Endpoint):
                 response = await target.handler(request)
             else:
-                refusal = target.refusal
                 response = await self._serve_route(request, target, match.captures)
         except NoRoute:
             response = status_refusal(GatewayError(Code.NOT_FOUND, "Not Found"))
@@ -155,6 +174,15 @@ class Host:
             log.exception("gateway error on %s %s", request.method, raw_path)
             response = refusal(GatewayError(Code.INTERNAL, "internal gateway error"))
         return response
+
+    @staticmethod
+    def _misdirected(request: web.Request, raw_path: str) -> GatewayError:
+        log.info("refused Host %r on %s %s (not in %s)", request.headers.get("Host", "")[:100],
+                 request.method, raw_path[:200], ALLOWED_HOSTS_SETTING)
+        return GatewayError(Code.INVALID_ARGUMENT, (
+            "this server does not answer to that Host name (a guard against DNS rebinding); "
+            f"list the name in {ALLOWED_HOSTS_SETTING} on the server"
+        ), status=421)
 
     async def _serve_route(
         self, request: web.Request, route: FrontEndRoute, captures: dict[str, str]

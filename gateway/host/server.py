@@ -93,7 +93,7 @@ async def start_host(
             send_internal_token=config.send_internal_token,
         )
     try:
-        app_host = Host(invoker, config, methods, frontends)
+        app_host = Host(invoker, config, methods, frontends, bound_host=host)
         runner = GuardedAppRunner(
             app_host.make_app(),
             config.connection_limits,

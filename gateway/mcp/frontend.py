@@ -172,7 +172,10 @@ class McpFrontEnd:
 
     def _refused(self, request: web.Request) -> web.Response | None:
         origin = request.headers.get("Origin")
-        if origin is not None and not origin_allowed(origin, request.host, self._context.config.cors_origins):
+        config = self._context.config
+        if origin is not None and not origin_allowed(
+            origin, request.headers.get("Host"), config.allowed_hosts, config.cors_origins
+        ):
             return _json(403, _error(None, INVALID_REQUEST, "Origin not allowed"))
         return None
 

@@ -211,13 +211,16 @@ def _ports(args: argparse.Namespace, config: ServerConfig) -> tuple[str, int, in
 
 def _check_settings(args: argparse.Namespace, config: ServerConfig, count: int) -> None:
     """Settings every worker would refuse, refused once here before any is started: the
-    server's own (``config``, read by the caller), the HTTP gateway's connection limits, and state
+    server's own (``config``, read by the caller), the HTTP gateway's connection limits and Host
+    allowlist, and state
     the workers would each keep alone (:func:`_per_worker_state`)."""
     if not args.no_http:
         # Lazy: the HTTP side only when HTTP is served.
+        from gateway.host.allowed_hosts import AllowedHosts
         from gateway.host.connection_guard import ConnectionLimits
 
         ConnectionLimits.from_env(os.environ)
+        AllowedHosts.from_env(os.environ)
     alone = _per_worker_state(args, config)
     if alone:
         raise ValueError(f"--workers {count}: " + "; ".join(alone))

@@ -190,6 +190,22 @@ def test_the_replicas_share_state_through_the_redis_of_the_manifests() -> None:
     StateSettings.from_env(env)  # the values the server will check at start
 
 
+def test_the_http_port_answers_to_the_services_names() -> None:
+    """The Host allowlist (DNS rebinding) lets in-cluster clients call by Service name."""
+    from gateway.host.allowed_hosts import AllowedHosts
+
+    deployment = _the("Deployment")
+    hosts = AllowedHosts.from_env(_env(_container(deployment)))  # as the server checks it at start
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    for service in _of_kind("Service"):
+        if not _selects(service["spec"]["selector"], labels):
+            continue  # Redis's
+        name = service["metadata"]["name"]
+        for form in (name, f"{name}.prod.svc", f"{name}.prod.svc.cluster.local"):
+            assert hosts.allows(f"{form}:8080"), form
+    assert not hosts.allows("evil.example.com:8080")
+
+
 def test_disruption_budget_and_autoscaler_fit_the_deployment() -> None:
     deployment = _the("Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
