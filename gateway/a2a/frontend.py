@@ -60,6 +60,7 @@ from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps, json_response
 from gateway.state import StateSettings, process_state, release_state
 from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
+from neuro_san.core.errors import echo
 
 if TYPE_CHECKING:
     from gateway.a2a.redis_tasks import RedisTaskStore
@@ -361,8 +362,8 @@ class A2AFrontEnd:
         method = body.get("method") if isinstance(body, dict) else None
         if isinstance(method, str) and "/" in method and version and not version.startswith("0.3"):
             # A 0.3 method name with a newer A2A-Version: the SDK calls that an internal error.
-            return _jsonrpc_error(200, -32600, f"method {method!r} is A2A 0.3 but {VERSION_HEADER} is {version!r}; "
-                                  "send A2A 1.0 method names (SendMessage…) or no version header")
+            return _jsonrpc_error(200, -32600, f"method {echo(method)} is A2A 0.3 but {VERSION_HEADER} is "
+                                  f"{echo(version)}; send A2A 1.0 method names (SendMessage…) or no version header")
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
 
