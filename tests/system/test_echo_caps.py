@@ -73,3 +73,14 @@ def test_http_front_ends_echo_a_cut_name(server: ServerProcess) -> None:
     for status, body in answers:
         assert status in (200, 404), body[:300]
         assert b"(7000 characters)" in body and len(body) < BUDGET, (status, len(body), body[:300])
+
+
+def test_a_huge_a2a_version_is_not_supported_never_an_internal_error(server: ServerProcess) -> None:
+    """The SDK parsed a 7,000-digit A2A-Version as a number and failed (500, -32603)."""
+    version = "9" * 7000
+    get = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}}
+    jsonrpc = _post(f"{server.http_base}/a2a/echo", get, {"Content-Type": "application/json", "A2A-Version": version})
+    rest = _post(f"{server.http_base}/a2a/echo/rest/tasks", None, {"A2A-Version": version})
+    assert jsonrpc[0] == 200 and json.loads(jsonrpc[1])["error"]["code"] == -32009, jsonrpc
+    assert rest[0] == 400 and b"is not supported" in rest[1], rest
+    assert max(len(jsonrpc[1]), len(rest[1])) < BUDGET
