@@ -24,6 +24,16 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: How often ``receive`` looks whether the client went away (aiohttp does not say).
 _DISCONNECT_POLL_SECONDS = 0.2
+#: The most of an ``A2A-Version`` header the SDK sees: a version is a few characters, and
+#: the SDK's parse of a 7,000-digit one failed as an internal error (500) instead of
+#: answering VersionNotSupported, echoing the whole value (the gRPC binding cuts it alike).
+_VERSION_HEADER = b"a2a-version"
+_MAX_VERSION_BYTES = 20
+
+
+def _headers(request: web.Request) -> list[tuple[bytes, bytes]]:
+    headers = [(name.lower(), value) for name, value in request.raw_headers]
+    return [(name, value[:_MAX_VERSION_BYTES] if name == _VERSION_HEADER else value) for name, value in headers]
 
 
 def build_scope(request: web.Request, extra: dict[str, Any]) -> Scope:
@@ -40,7 +50,7 @@ def build_scope(request: web.Request, extra: dict[str, Any]) -> Scope:
         "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1", "replace"),
         "query_string": request.query_string.encode("latin-1", "replace"),
         "root_path": "",
-        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "headers": _headers(request),
         "client": client,
         "server": None,
         "state": {},

@@ -53,7 +53,7 @@ from gateway.a2a.outage import jsonrpc_answer, met, noting_outages, quiet_sdk_re
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
 from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.push_signing import signer_from_env
-from gateway.a2a.routes import A2A_ROUTES, REST_PREFIX
+from gateway.a2a.routes import A2A_MEDIA_TYPE, A2A_ROUTES, REST_PREFIX, a2a_typed
 from gateway.a2a.tasks import BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
@@ -61,6 +61,7 @@ from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps, json_response
 from gateway.state import StateSettings, process_state, release_state
 from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
+from neuro_san.core.errors import echo
 
 if TYPE_CHECKING:
     from gateway.a2a.redis_tasks import RedisTaskStore
@@ -106,6 +107,9 @@ async def _card_security(api_keys: bool) -> CardSecurity:
         return CardSecurity(api_keys=api_keys)
     oauth = OAuthCard(url, authorize, token, {DEFAULT_SCOPE: "call every public agent network"})
     return CardSecurity(api_keys=api_keys, oauth=oauth)
+
+
+_A2A_TYPE = A2A_MEDIA_TYPE.encode()
 
 
 def _jsonrpc_error(
@@ -293,12 +297,12 @@ class A2AFrontEnd:
         agent = captures["agent"]
         if not await self.state.available():  # tasks live in Redis, which is away: say so, quickly
             status, body, headers = rest_answer()
-            return json_response(status, dumps(body), list(headers.items()))
+            return a2a_typed(json_response(status, dumps(body), list(headers.items())))
         try:
             await self._description(request, agent)
         except grpc.aio.AioRpcError as error:
             status, failure_body = status_from_rpc_error(error)
-            return json_response(status, dumps(failure_body))
+            return a2a_typed(json_response(status, dumps(failure_body)))
         path = request.path.split(f"{agent}{REST_PREFIX}", 1)[-1]
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=path.endswith(":stream"))
@@ -324,11 +328,15 @@ class A2AFrontEnd:
                         status, body, named = failure.http_status, {"error": failure.status_dict()}, \
                             dict(failure.headers())
                     replaced = True
-                    headers = [(b"content-type", b"application/json"),
+                    headers = [(b"content-type", _A2A_TYPE),
                                *((name.lower().encode(), value.encode()) for name, value in named.items())]
                     await send({"type": "http.response.start", "status": status, "headers": headers})
                     await send({"type": "http.response.body", "body": dumps(body)})
                 elif not replaced:
+                    if message["type"] == "http.response.start":  # the SDK types its errors JSON
+                        message["headers"] = [(name, _A2A_TYPE if name.lower() == b"content-type" and
+                                               value.split(b";")[0].strip() == b"application/json" else value)
+                                              for name, value in message.get("headers", ())]
                     await send(message)
 
             await self._rest(scope, receive, send_or_refuse)
@@ -361,8 +369,8 @@ class A2AFrontEnd:
         method = body.get("method") if isinstance(body, dict) else None
         if isinstance(method, str) and "/" in method and version and not version.startswith("0.3"):
             # A 0.3 method name with a newer A2A-Version: the SDK calls that an internal error.
-            return _jsonrpc_error(200, -32600, f"method {method!r} is A2A 0.3 but {VERSION_HEADER} is {version!r}; "
-                                  "send A2A 1.0 method names (SendMessage…) or no version header")
+            return _jsonrpc_error(200, -32600, f"method {echo(method)} is A2A 0.3 but {VERSION_HEADER} is "
+                                  f"{echo(version)}; send A2A 1.0 method names (SendMessage…) or no version header")
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
 

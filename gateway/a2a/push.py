@@ -10,7 +10,8 @@ their delivery with retries.
   unspecified addresses are refused when the configuration is set *and* again before each
   delivery (after DNS resolution, so a name pointing inside is refused too), unless
   ``AGENT_A2A_PUSH_ALLOWED_NETWORKS`` (comma-separated CIDRs) lets a range in. Redirects
-  are not followed.
+  are not followed. Each delivery connects to the address its check resolved (the URL's
+  host replaced by it, the name kept in ``Host`` and as the TLS server name): one lookup.
 - Delivery: the task's events are posted in order, each as the A2A ``StreamResponse``
   JSON, with the configuration's ``token`` in ``X-A2A-Notification-Token`` and its
   ``authentication`` (scheme and credentials) in ``Authorization``, as the spec describes;
@@ -30,6 +31,7 @@ import contextlib
 import json
 import logging
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from a2a.server.context import ServerCallContext
@@ -46,7 +48,7 @@ from gateway.state import StateUnavailable
 
 if TYPE_CHECKING:
     from gateway.state.redis_state import RedisState  # imports redis: only with AGENT_REDIS_URL
-from gateway.a2a.push_policy import PushUrlPolicy
+from gateway.a2a.push_policy import PushUrlPolicy, Resolved
 from gateway.a2a.push_signing import PushSigner
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,16 @@ async def check_url(policy: PushUrlPolicy, url: str) -> bool:
     if reason is not None:
         raise InvalidParamsError(message=f"push notification URL refused: {reason}")
     return True
+
+
+def pinned_url(resolved: Resolved) -> tuple[str, str]:
+    """``resolved.url`` with its host replaced by the checked address, and the ``Host`` header
+    (the name and any port written in the URL) the request carries instead."""
+    parts = urlsplit(resolved.url)
+    credentials, at, netloc = parts.netloc.rpartition("@")  # credentials stay in the URL (Basic)
+    address = f"[{resolved.address}]" if ":" in resolved.address else resolved.address
+    pinned = credentials + at + (address if parts.port is None else f"{address}:{parts.port}")
+    return urlunsplit((parts.scheme, pinned, parts.path or "/", parts.query, "")), netloc
 
 
 class RedisPushConfigStore(PushNotificationConfigStore):
@@ -200,11 +212,15 @@ class RetryingPushSender(PushNotificationSender):
 
     async def _post(self, task_id: str, config: TaskPushNotificationConfig, body: bytes) -> str | None:
         """One attempt: None when it is over (delivered, or refused for good), else why to retry."""
-        reason = await self._policy.why_refused(config.url)  # resolved again: DNS may have moved
-        if reason is not None:
-            log.warning("push notification for task %s not sent: %s", task_id, reason)
+        resolved = await self._policy.resolve(config.url)  # resolved again: DNS may have moved
+        if isinstance(resolved, str):
+            log.warning("push notification for task %s not sent: %s", task_id, resolved)
             return None
-        headers = {"Content-Type": "application/json"}
+        # Connect to the address just checked, never resolving the name a second time (a name
+        # that rebinds between the check and the connect cannot reach inside): the URL names
+        # the address, Host and the TLS server name (SNI, certificate check) the name.
+        url, host_header = pinned_url(resolved)
+        headers = {"Content-Type": "application/json", "Host": host_header}
         if config.token:
             headers[TOKEN_HEADER] = config.token
         if config.HasField("authentication") and config.authentication.credentials:
@@ -212,7 +228,8 @@ class RetryingPushSender(PushNotificationSender):
         elif self._signer is not None:  # signed for this URL and this exact body
             headers["Authorization"] = f"Bearer {self._signer.token(config.url, body, task_id)}"
         try:
-            response = await self._client.post(config.url, content=body, headers=headers)
+            response = await self._client.post(url, content=body, headers=headers,
+                                               extensions={"sni_hostname": resolved.host})
         except httpx.HTTPError as error:
             return f"{type(error).__name__}: {error}"
         if response.status_code < 300:

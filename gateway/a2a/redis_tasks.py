@@ -64,7 +64,7 @@ from a2a.types import (
 )
 
 from gateway.a2a.outage import StoreUnavailable, guarded
-from gateway.a2a.tasks import OWNER_KEY, resolve_owner
+from gateway.a2a.tasks import OWNER_KEY, anonymous_listing, resolve_owner
 from gateway.state import StateSettings, StateUnavailable
 from gateway.state.redis_state import PREFIX, REDIS_ERRORS, SOCKET_TIMEOUT, RedisState, connect
 
@@ -242,6 +242,9 @@ class RedisTaskStore(VersionedTaskStore, TaskEventStream):
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         owner = resolve_owner(context)
         ids = await self._guard(self.redis.zrevrange(f"{PREFIX}a2a:owner:{owner}", 0, MAX_TASKS_PER_OWNER - 1))
+        anonymous = anonymous_listing(params, context)  # no credentials: only a named context; read
+        if anonymous is not None:  # first all the same, so Redis away is answered as for anyone
+            return anonymous
         pipe = self.redis.pipeline(transaction=False)
         for task_id in ids:
             pipe.hmget(self._task_key(task_id.decode()), "o", "t")

@@ -1,7 +1,26 @@
 """The paths the A2A front-end serves, declared before its package (the SDK) is loaded."""
 
-from gateway.host.errors import jsonrpc_refusal
+from aiohttp import web
+
+from gateway.host.errors import GatewayError, jsonrpc_refusal, status_refusal
 from gateway.host.frontends import RouteSpec
+
+#: The HTTP+JSON binding's one media type, for its answers and its errors alike (the SDK
+#: answers success with it and errors as application/json: A2A clients saw two).
+A2A_MEDIA_TYPE = "application/a2a+json"
+
+
+def a2a_typed(response: web.Response) -> web.Response:
+    """An answer of the HTTP+JSON binding in the binding's one media type."""
+    response.headers["Content-Type"] = A2A_MEDIA_TYPE
+    return response
+
+
+def rest_refusal(error: GatewayError) -> web.Response:
+    """A refusal the host decides on the HTTP+JSON binding: a Status body, as on the REST
+    API, in the binding's media type."""
+    return a2a_typed(status_refusal(error))
+
 
 #: The cards stay readable while the server drains; the JSON-RPC binding is refused (503,
 #: -32002) and, like every refusal the host decides, phrased as a JSON-RPC error.
@@ -17,7 +36,8 @@ _CARDS_AND_JSONRPC = (
 )
 
 #: The HTTP+JSON (REST) binding of each network, under ``/a2a/<network>/rest`` (the a2a-sdk's
-#: REST routes); refusals the host decides are Status bodies, as on the REST API.
+#: REST routes); refusals the host decides are Status bodies, as on the REST API, typed
+#: :data:`A2A_MEDIA_TYPE` like every answer of the binding.
 REST_PREFIX = "/rest"
 A2A_REST_PATHS = (
     ("POST", "/message:send"), ("POST", "/message:stream"), ("POST", "/tasks/{id}:cancel"),
@@ -28,5 +48,6 @@ A2A_REST_PATHS = (
 )
 A2A_ROUTES: tuple[RouteSpec, ...] = (
     *_CARDS_AND_JSONRPC,
-    *(RouteSpec(method, f"/a2a/{{agent}}{REST_PREFIX}{path}", "a2a_rest") for method, path in A2A_REST_PATHS),
+    *(RouteSpec(method, f"/a2a/{{agent}}{REST_PREFIX}{path}", "a2a_rest", refusal=rest_refusal)
+      for method, path in A2A_REST_PATHS),
 )

@@ -5,6 +5,12 @@ this replica runs or ran; the conversation itself does not depend on them (see
 :mod:`gateway.a2a.conversations`). The owner of a task is a digest of the caller's
 credentials plus the network's name (the front-end sets it), so one API key cannot read
 another's tasks, and a task is found only on its own network's endpoint.
+
+A caller with no credentials (access control off) has no identity to scope by: every such
+caller shares one scope, so ``ListTasks`` would show each one everybody's tasks. Without
+credentials ``ListTasks`` therefore lists only the tasks of the ``contextId`` it names
+(contextIds are unguessable, the caller's own conversation), and nothing when it names none
+(:func:`anonymous_listing`); A2A lets a server list only the tasks visible to a caller.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import Task
+from a2a.types import ListTasksRequest, ListTasksResponse, Task
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 
 #: ServerCallContext.state key holding the owner scope of the call.
 OWNER_KEY = "neuro_san.owner"
@@ -32,6 +39,15 @@ def owner_of(headers: Mapping[str, str]) -> str:
 
 def resolve_owner(context: ServerCallContext) -> str:
     return str(context.state.get(OWNER_KEY, ""))
+
+
+def anonymous_listing(params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse | None:
+    """The answer to a ``ListTasks`` without credentials and without a ``contextId`` filter
+    (an empty page); None when the store lists as usual. The owner scope of a caller without
+    credentials is ``:<network>`` (``call_state`` in :mod:`gateway.a2a.executor`)."""
+    if params.context_id or not resolve_owner(context).startswith(":"):
+        return None
+    return ListTasksResponse(tasks=[], total_size=0, page_size=params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE)
 
 
 class BoundedTaskStore(InMemoryTaskStore):
@@ -55,6 +71,10 @@ class BoundedTaskStore(InMemoryTaskStore):
         while len(self._order) > self._max:
             (owner, task_id), _ = self._order.popitem(last=False)
             await super().delete(task_id, ServerCallContext(state={OWNER_KEY: owner}))
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        anonymous = anonymous_listing(params, context)  # no credentials: only a named context
+        return anonymous if anonymous is not None else await super().list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         self._order.pop((resolve_owner(context), task_id), None)

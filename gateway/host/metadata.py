@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from gateway.host.errors import GatewayError, bad_request
-from neuro_san.core.errors import Code
+from neuro_san.core.errors import Code, echo
 from neuro_san.core.internal_metadata import GATEWAY_OWNED_KEYS
 
 MetadataValue = str | bytes
@@ -120,7 +120,7 @@ def parse_timeout(value: str | None, maximum: float | None) -> float | None:
     if match is None:
         raise GatewayError(
             Code.INVALID_ARGUMENT,
-            f"invalid Grpc-Timeout {value!r}: expected digits and a unit H, M, S, m, u or n",
+            f"invalid Grpc-Timeout {echo(value)}: expected digits and a unit H, M, S, m, u or n",
         )
     seconds = int(match.group(1)) * _TIMEOUT_UNITS[match.group(2)]
     if maximum is not None:

@@ -29,6 +29,7 @@ from gateway.mcp.protocol import (
 )
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
+from neuro_san.core.errors import clip
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +97,13 @@ class Dispatcher:
             return {_EMPTY_LISTS[call.method]: []}
         if call.method in _UNKNOWN_NAMES:
             field, code, text = _UNKNOWN_NAMES[call.method]
-            name = str(call.params.get(field, ""))[:200]
+            name = clip(call.params.get(field, ""))
             raise JsonRpcError(code, f"{text}: {name}", data={field: name} if code == RESOURCE_NOT_FOUND else None)
         handler = self._methods.get(call.method)
         if call.modern:
             handler = self._modern_methods.get(call.method, handler)
         if handler is None:
-            raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {call.method}")
+            raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {clip(call.method)}")
         try:
             return await handler(call)
         except (JsonRpcError, asyncio.CancelledError, ConnectionError):
@@ -154,7 +155,7 @@ class Dispatcher:
             # Not listed for this caller: a network it may not call answers 403 with the
             # scope to ask for (OAuth), anything else is an unknown tool.
             await self._catalog.check_callable(name, call.metadata)
-            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {clip(name)}")
         return await self._caller.call(tool, {} if arguments is None else arguments, call.metadata, call.progress)
 
 

@@ -27,6 +27,7 @@ from google.protobuf.message import Message
 from gateway.host.errors import bad_request
 from gateway.transcoder.marshal import INT_TYPES, MessageCodec
 from gateway.transcoder.routes import Route, resolve_field_path
+from neuro_san.core.errors import clip, echo
 
 _PRINTABLE_ASCII = re.compile(r"^[\x20-\x7e]+$")
 _TRUE = frozenset({"true", "1", "t", "yes"})
@@ -106,16 +107,16 @@ def set_field_path(
     target = message
     for fd in path[:-1]:
         if fd.is_repeated:
-            raise bad_request(f"'{name}' goes through a repeated field", name)
+            raise bad_request(f"'{clip(name)}' goes through a repeated field", name)
         target = getattr(target, fd.name)
     leaf = path[-1]
     if leaf.type == FieldDescriptor.TYPE_MESSAGE:
-        raise bad_request(f"'{name}' names a message; name one of its fields", name)
+        raise bad_request(f"'{clip(name)}' names a message; name one of its fields", name)
     if leaf.is_repeated:
         getattr(target, leaf.name).extend(convert_scalar(leaf, v, name) for v in values)
         return
     if len(values) > 1:
-        raise bad_request(f"too many values for '{name}'", name)
+        raise bad_request(f"too many values for '{clip(name)}'", name)
     setattr(target, leaf.name, convert_scalar(leaf, values[0], name))
 
 
@@ -148,5 +149,5 @@ def convert_scalar(fd: FieldDescriptor, text: str, name: str) -> Any:
             number = int(text)
             return number if number in fd.enum_type.values_by_number else 0
     except (ValueError, binascii.Error):
-        raise bad_request(f"invalid value {text!r} for '{name}'", name) from None
-    raise bad_request(f"'{name}' cannot be set from the URL", name)
+        raise bad_request(f"invalid value {echo(text)} for '{clip(name)}'", name) from None
+    raise bad_request(f"'{clip(name)}' cannot be set from the URL", name)

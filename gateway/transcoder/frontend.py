@@ -22,7 +22,7 @@ from gateway.transcoder.forward import SSE_TYPE, Forwarder
 from gateway.transcoder.marshal import MessageCodec
 from gateway.transcoder.openapi import build_document
 from gateway.transcoder.routes import Route, routes_from_services
-from neuro_san.core.errors import Code
+from neuro_san.core.errors import Code, echo
 
 DOCS_PATH = "/api/v1/docs"
 #: Body types read as JSON. Beyond JSON's own: text/plain, and the form type that
@@ -97,7 +97,7 @@ def _check_content_type(content_type: str) -> None:
     if not (content_type in _JSON_BODY_TYPES or content_type.endswith("+json")):
         raise GatewayError(
             Code.INVALID_ARGUMENT,
-            f"unsupported Content-Type {content_type!r}: send a JSON body as application/json",
+            f"unsupported Content-Type {echo(content_type)}: send a JSON body as application/json",
             status=415,
         )
 

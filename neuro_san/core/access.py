@@ -43,6 +43,8 @@ from neuro_san.core.errors import (
     InsufficientScope,
     PermissionDenied,
     Unauthenticated,
+    clip,
+    echo,
 )
 from neuro_san.core.rate_limits import CallerLimits
 
@@ -210,9 +212,9 @@ class AccessPolicy:
             raise AgentNotFound(agent)
         if principal.oauth:
             scope = SCOPE_PREFIX + agent
-            raise InsufficientScope(f"this access token's scopes do not cover agent {agent!r} (needs {scope} "
+            raise InsufficientScope(f"this access token's scopes do not cover agent {echo(agent)} (needs {clip(scope)} "
                                     f"or {DEFAULT_SCOPE})", DEFAULT_SCOPE)
-        raise PermissionDenied(f"this API key ({principal.name}) may not call agent {agent!r}")
+        raise PermissionDenied(f"this API key ({principal.name}) may not call agent {echo(agent)}")
 
 
 #: Request metadata with which a front-end (MCP, A2A) asks for the rule of protocol

@@ -101,6 +101,29 @@ def http_status(code: int, reason: str | None = None) -> int:
         return 500
 
 
+#: The most characters of one client-supplied value an error message repeats.
+ECHO_LIMIT = 200
+
+
+def clip(value: object, limit: int = ECHO_LIMIT) -> str:
+    """A client-supplied ``value`` as an error message may repeat it: cut to ``limit``
+    characters, with an ellipsis and the full length. A client's 7,000-character agent name or
+    tenant, echoed whole (twice: message and details), made a ~14 kB gRPC trailer the client
+    refused (RESOURCE_EXHAUSTED); every transport's messages use this (or :func:`echo`)."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def echo(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``value`` quoted (as ``repr``) and cut as :func:`clip` cuts it."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text)} characters)"
+
+
 class NeuroSanError(Exception):
     """Base of all our errors. ``message`` is safe to show to the client."""
 
@@ -131,7 +154,7 @@ class AgentNotFound(RequestError):
     reason = "AGENT_NOT_FOUND"
 
     def __init__(self, agent_name: str) -> None:
-        super().__init__(f"agent {agent_name!r} is not served here")
+        super().__init__(f"agent {echo(agent_name)} is not served here")
         self.agent_name = agent_name
 
 

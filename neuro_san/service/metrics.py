@@ -3,7 +3,10 @@
 Metrics live in prometheus_client's default registry, so whatever serves ``/metrics``
 in this process (the in-process gateway, or ``--metrics-port``) shows them all. Agent
 labels are limited to served agents (anything else is ``unknown``), so a client cannot
-blow up the label space with made-up names.
+blow up the label space with made-up names. With access control on (API keys or OAuth), a
+private network (``public: false``) is labelled ``private``, never by its name: ``/metrics``
+needs no credential (scrapers, the separate ``--metrics-port``), so it must not list what
+only some keys may see.
 """
 
 from __future__ import annotations
@@ -56,12 +59,19 @@ _LLM_SECONDS = children_of(LLM_SECONDS)
 _LLM_TOKENS = children_of(LLM_TOKENS)
 
 
+#: The agent label of a call to a network that is not served.
+UNKNOWN = "unknown"
+#: The agent label of every private network while access control is on.
+PRIVATE = "private"
+
+
 class PrometheusTelemetry(Telemetry):
-    def __init__(self, is_served: Callable[[str], bool]) -> None:
-        self._is_served = is_served
+    def __init__(self, label_of: Callable[[str], str | None]) -> None:
+        """``label_of``: an agent's label (its name, or :data:`PRIVATE`), None when not served."""
+        self._label_of = label_of
 
     def _agent(self, agent: str) -> str:
-        return agent if agent and self._is_served(agent) else "unknown"
+        return (self._label_of(agent) if agent else None) or UNKNOWN
 
     def request_started(self, agent: str, method: str) -> None:
         if method == "StreamingChat":

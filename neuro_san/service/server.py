@@ -43,7 +43,7 @@ from neuro_san.service.concierge_service import ConciergeServicer
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
-from neuro_san.service.metrics import PrometheusTelemetry
+from neuro_san.service.metrics import PRIVATE, PrometheusTelemetry
 from neuro_san.service.oauth import JwtVerifier
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class AgentServer:
     ) -> None:
         self.config = config
         self.registry = NetworkRegistry.from_manifests(config.manifest_paths)
-        self.telemetry: Telemetry = PrometheusTelemetry(lambda name: self.registry.get(name) is not None)
+        self.telemetry: Telemetry = PrometheusTelemetry(self._metrics_label)
         if config.tracing:
             self.telemetry = _with_tracing(self.telemetry)
         self.registry.on_change.append(lambda names: self.telemetry.networks_changed(len(names)))
@@ -227,6 +227,14 @@ class AgentServer:
         if self._server is not None:
             raise RuntimeError("add_generic_handlers must be called before start()")
         self._extra_handlers.extend(handlers)
+
+    def _metrics_label(self, name: str) -> str | None:
+        """A served network's metrics label: with access control on, a private one is not named
+        (``/metrics`` is read without a credential)."""
+        spec = self.registry.get(name)
+        if spec is None:
+            return None
+        return PRIVATE if self.config.access.enabled and not spec.public else name
 
     async def start(self) -> int:
         limit = self.config.max_message_bytes

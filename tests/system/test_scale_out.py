@@ -137,7 +137,8 @@ def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
             assert got.status.state == TaskState.TASK_STATE_COMPLETED
             assert [p.text for a in got.artifacts for p in a.parts] == [p.text for a in task.artifacts
                                                                         for p in a.parts]
-            listed = await c2.list_tasks(ListTasksRequest())
+            # Without credentials a caller lists only the context it names (issue 33 item 8).
+            listed = await c2.list_tasks(ListTasksRequest(context_id=task.context_id))
             assert task.id in [t.id for t in listed.tasks]
             await send(c2, user_message("and now?", context_id=task.context_id))  # contextId alone
         last = list(fake.requests)[-1]
