@@ -47,7 +47,11 @@ OVERFLOW = """() => {
         + `[${Math.round(left)}, ${Math.round(right)}]`);
     }
   }
-  return { scrollWidth: document.documentElement.scrollWidth, width, innerWidth, outside: outside.slice(0, 12) };
+  // And no text spills out of its own button or panel (a long network name, say).
+  const spilling = [...document.querySelectorAll('button, .top, .agents, .center, .thinking')]
+    .filter((node) => node.offsetParent !== null && node.scrollWidth > node.clientWidth + 1)
+    .map((node) => `${node.tagName.toLowerCase()}.${node.className} ${node.scrollWidth} > ${node.clientWidth}`);
+  return { scrollWidth: document.documentElement.scrollWidth, width, innerWidth, outside: outside.slice(0, 12), spilling };
 }"""
 
 PANELS = """() => Object.fromEntries(['.top', 'nav.agents', 'section.center', 'aside.thinking', '#send', '#user-input']
@@ -129,7 +133,7 @@ def test_the_page_fits_a_phone_a_small_laptop_and_a_desktop(page: Any, server: S
         fit = page.evaluate(OVERFLOW)
         page.screenshot(path=str(tmp_path / f"playground_{width}.png"), full_page=True)
         assert fit["scrollWidth"] <= fit["width"] <= fit["innerWidth"], (width, fit)
-        assert not fit["outside"], (width, fit)
+        assert not fit["outside"] and not fit["spilling"], (width, fit)
         panels = page.evaluate(PANELS)
         for selector, box in panels.items():
             assert box["left"] >= 0 and box["right"] <= fit["width"] + 0.5, (width, selector, box)
