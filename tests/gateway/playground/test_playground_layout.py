@@ -51,7 +51,8 @@ OVERFLOW = """() => {
   const spilling = [...document.querySelectorAll('button, .top, .agents, .center, .thinking')]
     .filter((node) => node.offsetParent !== null && node.scrollWidth > node.clientWidth + 1)
     .map((node) => `${node.tagName.toLowerCase()}.${node.className} ${node.scrollWidth} > ${node.clientWidth}`);
-  return { scrollWidth: document.documentElement.scrollWidth, width, innerWidth, outside: outside.slice(0, 12), spilling };
+  const scrollWidth = document.documentElement.scrollWidth;
+  return { scrollWidth, width, innerWidth, outside: outside.slice(0, 12), spilling };
 }"""
 
 PANELS = """() => Object.fromEntries(['.top', 'nav.agents', 'section.center', 'aside.thinking', '#send', '#user-input']
