@@ -146,6 +146,10 @@ def test_the_page_fits_a_phone_a_small_laptop_and_a_desktop(page: Any, server: S
             assert agents["bottom"] <= center["top"] and center["bottom"] <= thinking["top"], panels
         placeholder = page.evaluate(PLACEHOLDER)
         assert placeholder["text"] <= placeholder["room"], (width, placeholder)
+    page.click("#key-toggle")  # the API key panel, open on the phone, wraps in the header
+    page.locator("#key-panel").wait_for()
+    fit = page.evaluate(OVERFLOW)
+    assert fit["scrollWidth"] <= fit["width"] and not fit["outside"] and not fit["spilling"], fit
 
 
 def test_an_llm_error_is_shown_once_with_its_label(page: Any, server: ServerProcess, tmp_path: Path) -> None:
