@@ -136,7 +136,7 @@ def test_math_guy_graph_chat_timeline_sly_data_and_continuation(browser: Any, se
     history = second_body["chat_context"]["chat_histories"][0]["messages"]
     assert [m["text"] for m in history if m["type"] == "HUMAN"] == ["6 * 7"]
     assert page.locator(".message.user").all_inner_texts() == ["6 * 7", "2 + 3"]
-    page.screenshot(path=str(ARTIFACTS / "math_guy.png"))  # the one in docs/playground.png
+    page.screenshot(path=str(ARTIFACTS / "math_guy.png"))  # docs/playground.png: tests/support/playground_shot.py
 
     page.click("#copy-curl")
     curl = page.locator("#snippet").inner_text()

@@ -3,12 +3,29 @@
 
 const KEY_STORAGE = 'neuro-san-playground.api-key';
 
+// status: the HTTP status of a refused call (0: no answer). inStream: the call was
+// answered (HTTP 200) and its stream ended with an {"error": Status} line instead.
 export class ApiError extends Error {
-  constructor(status, message, body) {
+  constructor(status, message, body, inStream = false) {
     super(message);
     this.status = status;
     this.body = body;
+    this.inStream = inStream;
+    const details = (body && typeof body === 'object' && Array.isArray(body.details)) ? body.details : [];
+    const info = details.find((detail) => String((detail && detail['@type']) || '').endsWith('google.rpc.ErrorInfo'));
+    this.reason = String((info && info.reason) || '');
   }
+}
+
+// What a failure is, in a few words, for the line that shows it: an LLM provider's failure
+// by its reason, a refused call by its HTTP status. An error inside a stream has no HTTP
+// status of its own (the 200 was sent before it happened), so it never shows one.
+export function errorLabel(error) {
+  if (!(error instanceof ApiError)) return 'error';
+  const http = !error.inStream && error.status ? `HTTP ${error.status}` : '';
+  if (error.reason.startsWith('LLM_')) return `LLM error (${[error.reason, http].filter(Boolean).join(', ')})`;
+  if (http) return http;
+  return error.reason ? `error (${error.reason})` : 'error';
 }
 
 export function apiKey() {
@@ -90,7 +107,7 @@ export async function streamChat(agent, body, onLine, signal) {
     const parsed = JSON.parse(line);
     if (parsed && parsed.error) {
       const status = parsed.error;
-      throw new ApiError(response.status, String(status.message || 'stream failed'), status);
+      throw new ApiError(0, String(status.message || 'stream failed'), status, true);
     }
     onLine(parsed);
   };

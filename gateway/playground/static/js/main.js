@@ -2,7 +2,9 @@
 // sly_data in and out, copy-as and export. State lives here; rendering is in the
 // other modules. Nothing from the server is ever turned into HTML.
 
-import { ApiError, apiKey, chatPath, getConnectivity, getFunction, listAgents, setApiKey, streamChat } from './api.js';
+import {
+  ApiError, apiKey, chatPath, errorLabel, getConnectivity, getFunction, listAgents, setApiKey, streamChat,
+} from './api.js';
 import { $, el, prettyJson, show } from './dom.js';
 import { drawGraph, KIND_LABELS } from './graph.js';
 import { renderMarkdown } from './markdown.js';
@@ -12,6 +14,7 @@ import { Timeline, workingNode } from './timeline.js';
 const state = {
   agents: [],
   agent: null,
+  ready: false,      // the chosen agent's Function and Connectivity came: it can be sent to
   func: null,
   graph: null,
   chatContext: null,
@@ -23,17 +26,20 @@ const state = {
 
 const timeline = new Timeline($('timeline'));
 
+// The banner is for what stops the page (the list, an agent that cannot be shown); a
+// failed turn is shown in its own answer box only.
 function showError(error, retry) {
   const banner = $('error');
-  const status = error instanceof ApiError ? error.status : 0;
-  const where = status ? `HTTP ${status}` : 'error';
-  banner.replaceChildren(el('strong', {}, `${where}: `), error.message || String(error));
+  banner.replaceChildren(el('strong', {}, `${errorLabel(error)}: `), error.message || String(error));
   show(banner, true);
-  if (status === 401) {
-    state.retry = retry || null;
-    show($('key-panel'), true);
-    $('api-key').focus();
-  }
+  askForKeyIf401(error, retry);
+}
+
+function askForKeyIf401(error, retry) {
+  if (!(error instanceof ApiError) || error.inStream || error.status !== 401) return;
+  state.retry = retry || null;
+  show($('key-panel'), true);
+  $('api-key').focus();
 }
 
 function clearError() {
@@ -75,14 +81,25 @@ async function loadAgents() {
   }
 }
 
+// Nothing of the previous agent stays on screen or sendable while the next one loads,
+// nor after it fails to (an unknown name typed into the address bar, say).
+function forgetAgentView() {
+  state.ready = false;
+  state.func = null;
+  state.graph = null;
+  $('graph').replaceChildren();
+  show($('node-details'), false);
+  for (const control of ['user-input', 'send', 'new-conversation']) $(control).disabled = true;
+}
+
 async function selectAgent(name) {
   if (state.streaming) return;
   state.agent = name;
   if (window.location.hash.slice(1) !== encodeURIComponent(name)) window.location.hash = encodeURIComponent(name);
   renderAgentList();
   resetConversation();
+  forgetAgentView();
   $('agent-header').replaceChildren(el('h2', {}, name), el('p', { class: 'hint' }, 'loading…'));
-  show($('node-details'), false);
   try {
     const [func, connectivity] = await Promise.all([getFunction(name), getConnectivity(name)]);
     if (state.agent !== name) return;
@@ -99,10 +116,15 @@ async function selectAgent(name) {
         }, sample))) : null].filter(Boolean));
     state.graph = drawGraph($('graph'), connectivity, showNode,
       (node) => (node.front ? state.func.description || '' : ''));
+    state.ready = true;
     for (const control of ['user-input', 'send', 'new-conversation']) $(control).disabled = false;
     $('user-input').focus();
   } catch (error) {
-    $('agent-header').replaceChildren(el('h2', {}, name));
+    if (state.agent !== name) return;
+    const missing = error instanceof ApiError && error.status === 404;
+    $('agent-header').replaceChildren(el('h2', {}, name), el('p', { class: 'hint' }, missing
+      ? `"${name}" does not exist on this server: pick an agent network on the left.`
+      : 'This agent network cannot be shown now: pick it again, or another one on the left.'));
     showError(error, () => selectAgent(name));
   }
 }
@@ -176,7 +198,7 @@ function setBusy(busy) {
 
 async function send(textOverride) {
   const text = textOverride ?? $('user-input').value.trim();
-  if (!text || !state.agent || state.streaming) return;
+  if (!text || !state.agent || !state.ready || state.streaming) return;
   const sly = parseSlyData();
   if (!sly.ok) return;
   // stream_tokens: the answer (and each agent's reply) arrives as TOKEN_DELTA lines while
@@ -226,12 +248,13 @@ async function send(textOverride) {
     answerBox.classList.remove('pending');
     if (final.sly_data !== undefined) $('sly-out').textContent = prettyJson(final.sly_data);
   } catch (error) {
-    answerBox.replaceChildren(el('p', { class: 'error-text' },
-      `${error instanceof ApiError && error.status ? `HTTP ${error.status}: ` : ''}${error.message}`));
+    // Shown once, in the turn's answer box; the timeline marks where the turn stopped.
+    const label = errorLabel(error);
+    answerBox.replaceChildren(el('p', { class: 'error-text' }, el('strong', {}, `${label}: `), error.message || String(error)));
     answerBox.classList.remove('pending');
     answerBox.classList.add('failed');
-    timeline.error(error.message);
-    showError(error, () => send(text));
+    timeline.error(`${label}, shown in the conversation`);
+    askForKeyIf401(error, () => send(text));
   } finally {
     state.turns.push(turn);
     $('export').disabled = false;
