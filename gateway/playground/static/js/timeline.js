@@ -22,6 +22,18 @@ function isTokenAccounting(structure) {
   return structure && typeof structure === 'object' && 'total_tokens' in structure;
 }
 
+// The stream reports usage twice, as neuro-san does: the network's, then the request's total
+// (with `models`). Which one this is, for its label.
+function accountingScope(structure) {
+  const caveats = structure.caveats || [];
+  const total = 'models' in structure || String(caveats[0] || '').startsWith('Request total');
+  return total ? 'request total' : 'network';
+}
+
+function usageKey(structure) {
+  return `${structure.total_tokens}/${structure.successful_requests}`;
+}
+
 // What kind of step a message is, as a short label and a class name.
 export function classify(message) {
   const structure = message.structure || null;
@@ -38,7 +50,7 @@ export function classify(message) {
   if (structure && structure.invoking_start) return ['tool call', 'tool-call'];
   if (structure && structure.tool_start) return ['tool arguments', 'tool-args'];
   if (structure && structure.tool_end) return ['tool output', 'tool-output'];
-  if (isTokenAccounting(structure)) return ['token accounting', 'tokens'];
+  if (isTokenAccounting(structure)) return [`token accounting (${accountingScope(structure)})`, 'tokens'];
   return ['agent message', 'agent'];
 }
 
@@ -63,6 +75,7 @@ export class Timeline {
     this.groupOrigin = null;
     this.count = 0;
     this.live = null;
+    this.usageShown = null;
   }
 
   clear() {
@@ -77,10 +90,17 @@ export class Timeline {
     this.container.append(el('div', { class: 'turn' }, el('span', {}, 'you: '), text));
     this.group = null;
     this.groupOrigin = null;
+    this.usageShown = null;
   }
 
   add(message) {
     this.live = null;
+    if (isTokenAccounting(message.structure) && !message.text) {
+      // The request's total with the very numbers just shown for the network: shown once.
+      const key = `${originLabel(message.origin)}:${usageKey(message.structure)}`;
+      if (key === this.usageShown) return;
+      this.usageShown = key;
+    }
     const label = originLabel(message.origin);
     if (label !== this.groupOrigin || !this.group) {
       const depth = Math.min(originPath(message.origin).length, 6);
