@@ -6,9 +6,8 @@ run, as ``serve`` would refuse it at load: the file's own faults (types, unknown
 in ``tools``, malformed MCP/A2A/agent URLs, JSON Schema of ``parameters``), models no
 provider serves (with the closest known names), coded tool classes not found on the
 tool roots (``AGENT_TOOL_PATH``, ``--tool-path``, the bundled tools; the paths searched
-are named) and ``/name`` tools whose network no manifest given serves (only network
-files given: the manifests ``serve`` would read, ``AGENT_MANIFEST_FILE`` or the
-packaged one).
+are named) and ``/name`` tools whose network is served neither by a manifest given nor
+by those of ``AGENT_MANIFEST_FILE`` (the packaged manifest when neither is given).
 
 Prints ``OK <name>`` per good network on stdout and one
 ``file: key path: reason (in agent 'name')`` line per fault on stderr. The exit code is 0
@@ -110,10 +109,13 @@ def _collect(path: Path, items: list[_Target | NetworkLoadError], manifests: lis
 
 
 def _served(manifests: list[Manifest], targets: list[_Target]) -> set[str]:
-    """The networks a ``/name`` tool may call: those the manifests given serve, or, with
-    only network files given, those ``serve`` would read (and the files themselves)."""
-    if not manifests:
-        for path in manifest_paths_from_env(os.environ.get("AGENT_MANIFEST_FILE")):
+    """The networks a ``/name`` tool may call: those the manifests given serve, those of
+    ``AGENT_MANIFEST_FILE`` (what ``serve`` reads), or, with neither, the packaged
+    manifest's; and the network files given."""
+    manifests = list(manifests)
+    setting = os.environ.get("AGENT_MANIFEST_FILE", "").strip()
+    if setting or not manifests:
+        for path in manifest_paths_from_env(setting):
             try:
                 manifests.append(read_manifest(path))
             except NetworkLoadError:

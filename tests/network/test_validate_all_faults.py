@@ -21,6 +21,12 @@ from tests.support.servers import start_server
 pytestmark = pytest.mark.slow
 
 GOOD = {"llm_config": {"class": "scripted"}, "tools": [{"name": "front", "instructions": "Say hi."}]}
+#: Its only fault is a /name tool no manifest serves: refused by validate, served (with a
+#: warning) by serve, where removing a network must not take down those that name it.
+LINKED = {
+    "llm_config": {"class": "scripted"},
+    "tools": [{"name": "front", "instructions": "Hi.", "tools": ["/nowhere"]}],
+}
 
 
 def _faulty() -> dict[str, object]:
@@ -60,8 +66,9 @@ UNSERVED = ("tools[0].tools", "network '/nowhere' is not served by the manifests
 def manifest(tmp_path: Path) -> Path:
     (tmp_path / "good.json").write_text(json.dumps(GOOD))
     (tmp_path / "faulty.json").write_text(json.dumps(_faulty()))
+    (tmp_path / "linked.json").write_text(json.dumps(LINKED))
     path = tmp_path / "manifest.json"
-    path.write_text(json.dumps({"good.json": True, "faulty.json": True}))
+    path.write_text(json.dumps({"good.json": True, "faulty.json": True, "linked.json": True}))
     return path
 
 
@@ -71,7 +78,11 @@ def test_validate_lists_every_fault_and_exits_non_zero(manifest: Path) -> None:
     assert out.getvalue() == "OK good\n"
     lines = err.getvalue().splitlines()
     faulty = manifest.parent / "faulty.json"
-    assert len(lines) == len(FAULTS) + 1, lines
+    assert len(lines) == len(FAULTS) + 2, lines
+    assert lines[-1] == (
+        f"{manifest.parent / 'linked.json'}: tools[0].tools: network '/nowhere' is not served by the manifests "
+        "given (list it there, served) (in agent 'front')"
+    )
     for key_path, reason, agent in [*FAULTS, UNSERVED]:
         [line] = [line for line in lines if line.startswith(f"{faulty}: {key_path}: ")]
         assert reason in line and line.endswith(f"(in agent {agent!r})"), line
@@ -84,9 +95,11 @@ def test_serve_logs_each_fault_and_does_not_serve_the_network(manifest: Path) ->
         with AgentClient.grpc(server.grpc_target) as client:
             names = {agent.agent_name for agent in client.list()}
         log = server.log()
-    assert names == {"good"}
+    assert names == {"good", "linked"}
     faulty = manifest.parent / "faulty.json"
     for key_path, reason, _ in FAULTS:
         [line] = [line for line in log.splitlines() if f"not serving: {faulty}: {key_path}: " in line]
         assert reason in line
+    [warning] = [line for line in log.splitlines() if "'/nowhere' is not served" in line]
+    assert "agent network linked:" in warning and "calls of that tool will fail" in warning
     assert "Traceback" not in log
