@@ -19,6 +19,9 @@ from jsonschema.exceptions import SchemaError
 from neuro_san.llm.schema import TYPE_ALIASES, tool_parameters_schema
 from neuro_san.network.errors import NetworkLoadError
 
+#: Type names that mean "no type" and that the normaliser's dropping serves as meant
+#: (LangChain-era files write ``any``); not faults.
+_UNTYPED = frozenset({"any"})
 #: The keys whose values are sub-schemas, as ``tool_parameters_schema`` walks them.
 _ONE = ("items", "additionalProperties")
 _MANY = ("anyOf", "oneOf", "allOf")
@@ -42,7 +45,7 @@ def parameters_faults(parameters: Any, file: str, key_path: str) -> list[Network
 def _unknown_types(node: Mapping[str, Any], key_path: str) -> Iterator[tuple[str, str]]:
     value = node.get("type")
     for name in [value] if isinstance(value, str) else value if isinstance(value, list) else ():
-        if isinstance(name, str) and name.strip().lower() not in TYPE_ALIASES:
+        if isinstance(name, str) and name.strip().lower() not in TYPE_ALIASES.keys() | _UNTYPED:
             close = difflib.get_close_matches(name.strip().lower(), sorted(set(TYPE_ALIASES.values())), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             yield f"{key_path}.type", f"unknown JSON Schema type {name!r}{hint}"

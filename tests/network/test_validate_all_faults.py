@@ -103,3 +103,14 @@ def test_serve_logs_each_fault_and_does_not_serve_the_network(manifest: Path) ->
     [warning] = [line for line in log.splitlines() if "'/nowhere' is not served" in line]
     assert "agent network linked:" in warning and "calls of that tool will fail" in warning
     assert "Traceback" not in log
+
+
+def test_parameters_that_are_not_json_schema_are_faults_and_legacy_names_are_not() -> None:
+    from neuro_san.network.parameters import parameters_faults
+
+    legacy = {"type": "dict", "properties": {"n": {"type": "float"}, "x": {"type": "any"}}, "required": "n"}
+    assert parameters_faults(legacy, "f.hocon", "tools[1].function.parameters") == []
+    [fault] = parameters_faults(
+        {"type": "object", "properties": {"n": {"type": "string", "minLength": "two"}}}, "f.hocon", "p"
+    )
+    assert str(fault) == "f.hocon: p.properties.n.minLength: not a valid JSON Schema: 'two' is not of type 'integer'"
