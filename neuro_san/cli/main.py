@@ -26,10 +26,17 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser(
         "validate",
         help="check agent network files or manifests and report every error",
-        description="Check network files (HOCON, YAML, JSON) or manifests; print each error "
-        "with its file, key path and reason; exit 1 when any is broken.",
+        description="Check network files (HOCON, YAML, JSON) or manifests as serve would at load; "
+        "print every fault of every file in one run, each with its file, key path, agent and reason "
+        "(unknown agents in tools, /name networks no manifest given serves, coded tool classes not "
+        "on the tool path, models no provider knows, invalid JSON Schema in parameters, malformed "
+        "MCP/A2A URLs); exit 1 when any is broken.",
     )
     validate.add_argument("paths", nargs="+", metavar="PATH")
+    validate.add_argument(
+        "--tool-path", action="append", default=[], metavar="DIR",
+        help="root of coded tools, as for serve; repeat for several (also AGENT_TOOL_PATH)",
+    )
     validate.set_defaults(func=_validate)
 
     gateway = commands.add_parser(
@@ -49,7 +56,7 @@ def _validate(args: argparse.Namespace) -> int:
     # Lazy: the network loader only for `validate`, not every command.
     from neuro_san.network.validate import main_validate
 
-    return main_validate(list(args.paths))
+    return main_validate(list(args.paths), tool_paths=list(args.tool_path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ the environment at chat time or from the request's sly_data (bring-your-own-key)
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -52,11 +53,25 @@ def llm_config_problem(llm_config: Mapping[str, Any], env: Mapping[str, str] | N
             return None
         # Placeholders are filled per request; their values do not decide the provider.
         config = {k: v for k, v in merged.items() if k not in placeholder_keys(merged)}
-        resolved = _info(environ).resolve(config)
+        info = _info(environ)
+        resolved = info.resolve(config)
         provider = provider_for(resolved)
     except ConfigurationError as error:
-        return error.message
+        return error.message + _closest_models(merged, environ)
     refusal = provider.refusal(provider.name, resolved) if provider.refusal else None
     if refusal:
         return f"model {resolved.get('model_name')!r} of class {provider.name!r}: {refusal}"
     return None
+
+
+def _closest_models(llm_config: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """``; closest known: …`` for a model name no table knows (a typo, mostly)."""
+    name = llm_config.get("model_name")
+    if not isinstance(name, str) or not name:
+        return ""
+    table = _info(env).table
+    if name in table:
+        return ""
+    known = sorted(key for key in table if key not in ("classes", "default_config"))
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return f"; closest known: {', '.join(repr(c) for c in close)}" if close else ""

@@ -1,7 +1,11 @@
 """Validating a network document (plain data, commondefs applied) into a NetworkSpec.
 
-Every check raises :class:`NetworkLoadError` with the key path of the offending value,
-``tools[2].tools[0]`` style, so the operator can find it. neuro-san keys that change
+Every check reports a :class:`NetworkLoadError` with the key path of the offending value,
+``tools[2].tools[0]`` style, so the operator can find it. A fault in one agent or one
+``tools`` entry does not hide the next: they are collected and raised together
+(:class:`NetworkFaults`), so ``validate`` and the server's log show every one in one run;
+only faults that leave nothing to build on (the top level, the agent list, names) stop
+at once. neuro-san keys that change
 behaviour are implemented or refused (``upstream_keys``, ``neuro_san.middleware``,
 ``neuro_san.toolbox``); keys that change nothing observable (``verbose``) or that
 neuro-san does not know either are accepted and logged at debug level.
@@ -9,6 +13,7 @@ neuro-san does not know either are accepted and logged at debug level.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -21,10 +26,12 @@ from neuro_san.core.mappings import deep_merge
 from neuro_san.middleware.config import MiddlewareConfig, parse_middleware
 from neuro_san.network.a2a_refs import a2a_url, is_a2a_ref, ref_from_dict
 from neuro_san.network.allow import parse_allow
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.network.errors import NetworkFaults, NetworkLoadError, type_name
 from neuro_san.network.mcp_refs import McpServerRef, is_mcp_url, parse_mcp_dict
+from neuro_san.network.parameters import parameters_faults
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
 from neuro_san.network.upstream_keys import error_handling, refuse_unsupported_keys
+from neuro_san.network.url_refs import url_ref_problem
 from neuro_san.toolbox.resolve import expand_toolbox_agents
 
 logger = logging.getLogger(__name__)
@@ -89,8 +96,23 @@ class _Checker:
         return float(value)
 
 
-def build_network(document: Any, file: str, name: str, public: bool = True) -> NetworkSpec:
-    """Validate ``document`` and build the spec of the network called ``name``."""
+def build_network(
+    document: Any, file: str, name: str, public: bool = True, faults: list[NetworkLoadError] | None = None
+) -> NetworkSpec:
+    """Validate ``document`` and build the spec of the network called ``name``.
+
+    With ``faults`` given, the faults of agents and ``tools`` entries are appended to it
+    and a spec of the agents that built is returned (for further checks only: it must
+    not be served while ``faults`` is not empty); without, they are raised together.
+    """
+    collected: list[NetworkLoadError] = [] if faults is None else faults
+    spec = _build(document, file, name, public, collected)
+    if faults is None and collected:
+        raise NetworkFaults(collected)
+    return spec
+
+
+def _build(document: Any, file: str, name: str, public: bool, faults: list[NetworkLoadError]) -> NetworkSpec:
     check = _Checker(file)
     if not isinstance(document, dict):
         raise check.fail("", f"the top level must be a dict, not {type_name(document)}")
@@ -106,15 +128,21 @@ def build_network(document: Any, file: str, name: str, public: bool = True) -> N
     metadata = check.optional_dict(document.get("metadata"), "metadata")
     global_schema = check.optional_dict(document.get("sly_data_schema"), "sly_data_schema")
     names = _agent_names(raw_agents, check)
-    called = _called_agents(raw_agents, names, check)
+    called = _called_agents(raw_agents, names, check, faults)
 
     agents: dict[str, AgentSpec] = {}
     for index, raw in enumerate(raw_agents):
-        agent = _build_agent(raw, f"tools[{index}]", index == 0, called, network_llm, check)
-        agents[agent.name] = replace(agent, **error_handling(raw, document))
+        key_path = f"tools[{index}]"
+        try:
+            agent = _build_agent(raw, key_path, index == 0, called, network_llm, check)
+            agents[agent.name] = replace(agent, **error_handling(raw, document))
+        except NetworkLoadError as fault:
+            faults.append(fault)
+            continue
+        faults.extend(parameters_faults(agent.function.get("parameters"), file, f"{key_path}.function.parameters"))
 
     front_man = names[0]
-    if global_schema:
+    if global_schema and front_man in agents:
         agents[front_man] = _with_global_schema(agents[front_man], global_schema)
 
     extra: dict[str, Any] = {}
@@ -160,8 +188,11 @@ def _agent_names(raw_agents: list[Any], check: _Checker) -> list[str]:
     return names
 
 
-def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> set[str]:
-    """Check every ``tools`` reference and return the local agents that are called."""
+def _called_agents(
+    raw_agents: list[Any], names: list[str], check: _Checker, faults: list[NetworkLoadError]
+) -> set[str]:
+    """Check every ``tools`` reference (each fault into ``faults``) and return the local
+    agents that are called."""
     called: set[str] = set()
     known = set(names)
     for index, raw in enumerate(raw_agents):
@@ -170,32 +201,52 @@ def _called_agents(raw_agents: list[Any], names: list[str], check: _Checker) -> 
         if tools is None:
             continue
         if not isinstance(tools, list):
-            raise check.fail(key_path, f"must be a list of agent names, not {type_name(tools)}")
-        for position, tool in enumerate(tools):
-            tool_path = f"{key_path}[{position}]"
-            if isinstance(tool, dict) and "a2a" in tool:  # an A2A agent with extra headers
-                try:
-                    tools[position] = tool = ref_from_dict(tool, tool_path)
-                except ConfigurationError as error:
-                    raise check.fail(tool_path, str(error)) from None
-            if isinstance(tool, dict):
-                _, sub_key, reason = parse_mcp_dict(tool, position)
-                if reason:
-                    raise check.fail(tool_path + sub_key, reason)
-                continue
-            if not isinstance(tool, str) or not tool:
-                raise check.fail(tool_path, f"must be an agent name, a URL or an MCP server dict, not {tool!r}")
-            if is_a2a_ref(tool):
-                try:
-                    a2a_url(tool)
-                except ConfigurationError as error:
-                    raise check.fail(tool_path, str(error)) from None
-            if is_external_ref(tool):
-                continue
-            if tool not in known:
-                raise check.fail(tool_path, f"unknown agent {tool!r}")
-            called.add(tool)
+            faults.append(check.fail(key_path, f"must be a list of agent names, not {type_name(tools)}"))
+            continue
+        for position in range(len(tools)):
+            try:
+                if _check_tool(tools, position, f"{key_path}[{position}]", known, check):
+                    called.add(tools[position])
+            except NetworkLoadError as fault:
+                faults.append(fault)
     return called
+
+
+def _check_tool(tools: list[Any], position: int, tool_path: str, known: set[str], check: _Checker) -> bool:
+    """Check one ``tools`` entry (a dict A2A entry becomes its string form in place);
+    True when it names a local agent."""
+    tool = tools[position]
+    if isinstance(tool, dict) and "a2a" in tool:  # an A2A agent with extra headers
+        try:
+            tools[position] = tool = ref_from_dict(tool, tool_path)
+        except ConfigurationError as error:
+            raise check.fail(tool_path, str(error)) from None
+    if isinstance(tool, dict):
+        _, sub_key, reason = parse_mcp_dict(tool, position)
+        if reason:
+            raise check.fail(tool_path + sub_key, reason)
+        return False
+    if not isinstance(tool, str) or not tool:
+        raise check.fail(tool_path, f"must be an agent name, a URL or an MCP server dict, not {tool!r}")
+    if is_a2a_ref(tool):
+        try:
+            a2a_url(tool)
+        except ConfigurationError as error:
+            raise check.fail(tool_path, str(error)) from None
+    elif "://" in tool:
+        problem = url_ref_problem(tool)
+        if problem:
+            raise check.fail(tool_path, problem)
+    if is_external_ref(tool):
+        return False
+    if tool not in known:
+        raise check.fail(tool_path, f"unknown agent {tool!r}{_closest(tool, known)}")
+    return True
+
+
+def _closest(name: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=3)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def _build_agent(

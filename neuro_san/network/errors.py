@@ -43,3 +43,24 @@ def type_name(value: object) -> str:
         return "null"
     names = {dict: "dict", list: "list", str: "string", bool: "bool", int: "int", float: "float"}
     return names.get(type(value), type(value).__name__)
+
+
+class NetworkFaults(NetworkLoadError):
+    """Every fault found in one network file, each a :class:`NetworkLoadError`.
+
+    It reads (and compares) as its first fault so code that handles one error keeps
+    working; the message lists them all, one per line, and :func:`faults_of` gives each
+    so that logs and ``validate`` print one line per fault.
+    """
+
+    def __init__(self, faults: list[NetworkLoadError]) -> None:
+        first = faults[0]
+        super().__init__(first.file, first.key_path, first.reason, first.line)
+        self.faults = tuple(faults)
+        self.message = "\n".join(str(fault) for fault in faults)
+        self.args = (self.message,)
+
+
+def faults_of(error: NetworkLoadError) -> tuple[NetworkLoadError, ...]:
+    """The single faults an error stands for (itself unless it is :class:`NetworkFaults`)."""
+    return error.faults if isinstance(error, NetworkFaults) else (error,)

@@ -21,10 +21,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 import neuro_san
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.network.errors import NetworkLoadError, faults_of
 from neuro_san.network.files import HOCON_SUFFIXES
 from neuro_san.network.includes import included_files
-from neuro_san.network.loader import load_network
+from neuro_san.network.loader import load_network, unserved_network_faults
 from neuro_san.network.manifest import Manifest, ManifestEntry, merge_manifests, read_manifest
 from neuro_san.network.spec import NetworkSpec
 from neuro_san.periodic.config import Interaction
@@ -80,8 +80,10 @@ class _Loaded:
 class NetworkRegistry:
     """The networks served, read from one or more manifests (a ``NetworkSource``)."""
 
-    def __init__(self, manifest_paths: Sequence[Path]) -> None:
+    def __init__(self, manifest_paths: Sequence[Path], tool_roots: Sequence[Path] | None = None) -> None:
         self.manifest_paths = [Path(path) for path in manifest_paths]
+        #: Where coded tools are found; None leaves their classes unchecked at load.
+        self.tool_roots = None if tool_roots is None else [Path(root) for root in tool_roots]
         self._specs: Mapping[str, NetworkSpec] = MappingProxyType({})
         #: Problems found by the last pass: broken manifests and network files.
         self.errors: list[NetworkLoadError] = []
@@ -90,13 +92,16 @@ class NetworkRegistry:
         self._manifests: dict[Path, tuple[Fingerprint, Manifest]] = {}
         self._loaded: dict[str, _Loaded] = {}
         self._reported: set[NetworkLoadError] = set()
+        self._warned: set[NetworkLoadError] = set()
         # Only one pass at a time; readers never take it.
         self._reload_lock = threading.Lock()
 
     @classmethod
-    def from_manifests(cls, paths: Iterable[Path | str]) -> NetworkRegistry:
+    def from_manifests(
+        cls, paths: Iterable[Path | str], tool_roots: Sequence[Path] | None = None
+    ) -> NetworkRegistry:
         """Build a registry and load everything once (blocking file I/O)."""
-        registry = cls([Path(path) for path in paths])
+        registry = cls([Path(path) for path in paths], tool_roots)
         registry.reload()
         return registry
 
@@ -141,6 +146,7 @@ class NetworkRegistry:
         with self._reload_lock:
             errors: list[NetworkLoadError] = []
             entries = merge_manifests(self._read_manifests(errors))
+            served = {name for name, entry in entries.items() if entry.serve}
             specs: dict[str, NetworkSpec] = {}
             loaded: dict[str, _Loaded] = {}
             for name, entry in entries.items():
@@ -152,9 +158,16 @@ class NetworkRegistry:
                     continue
                 loaded[name] = state
                 if state.error is not None:
-                    errors.append(state.error)
+                    errors.extend(faults_of(state.error))
                 if state.spec is not None:
                     specs[name] = state.spec
+                    # A `/name` tool of a network no manifest serves fails at its first call.
+                    # Said now, once, but still served: refusing would make removing one
+                    # network from a manifest take down every network naming it.
+                    for fault in unserved_network_faults(state.spec, served):
+                        if fault not in self._warned:
+                            self._warned.add(fault)
+                            logger.warning("agent network %s: %s; calls of that tool will fail", name, fault)
             self._loaded = loaded
             return specs, errors
 
@@ -195,7 +208,7 @@ class NetworkRegistry:
                 return _Loaded(entry, fingerprint, spec, None)
         last_good = previous.spec if previous and previous.entry.path == entry.path else None
         try:
-            spec = replace(load_network(entry.path, entry.name, public=entry.public), mcp=entry.mcp)
+            spec = replace(load_network(entry.path, entry.name, entry.public, self.tool_roots), mcp=entry.mcp)
         except NetworkLoadError as error:
             return _Loaded(entry, fingerprint, last_good, error)
         return _Loaded(entry, fingerprint, spec, None)
@@ -236,7 +249,8 @@ class NetworkRegistry:
 
     def _serving(self, error: NetworkLoadError) -> bool:
         return any(
-            state.error == error and state.spec is not None for state in self._loaded.values()
+            state.error is not None and error in faults_of(state.error) and state.spec is not None
+            for state in self._loaded.values()
         )
 
 

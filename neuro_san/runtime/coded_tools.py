@@ -29,6 +29,7 @@ from typing import Any
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.messages import MessageType, OriginPath, origin_str
 from neuro_san.internals.graph.activations.branch_activation import BranchActivation
+from neuro_san.network.coded_refs import candidate_files
 from neuro_san.network.spec import AgentSpec
 from neuro_san.reservations.reservationist import StoreReservationist
 from neuro_san.runtime.branch_calls import BranchCaller, agent_tool_spec
@@ -59,9 +60,7 @@ class CodedToolResolver:
         module_name, _, attr = class_name.rpartition(".")
         if not module_name:
             raise ConfigurationError(f"class {class_name!r} must be written module.Class")
-        relative = Path(*module_name.split(".")).with_suffix(".py")
-        candidates = [root / folder / relative for root in self._roots for folder in _folders(network)]
-        candidates += [root / relative for root in self._roots]
+        candidates = candidate_files(self._roots, network, class_name)
         for path in candidates:
             if path.is_file():
                 module = _import_file(path)
@@ -81,14 +80,6 @@ class CodedToolResolver:
         if not isinstance(cls, type):
             raise ConfigurationError(f"coded tool {class_name!r}: {module_name} has no class {attr!r}")
         return cls
-
-
-def _folders(network: str) -> list[str]:
-    """The network's folders under a root, most specific first: every prefix of its
-    path parts (neuro-san's walk up), then its base name (ours)."""
-    parts = network.split("/")
-    folders = ["/".join(parts[:count]) for count in range(len(parts), 0, -1)]
-    return list(dict.fromkeys([*folders, parts[-1]]))
 
 
 def _dotted_name(path: Path) -> str | None:

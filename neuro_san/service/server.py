@@ -29,6 +29,7 @@ from neuro_san.core.telemetry import Telemetry
 from neuro_san.core.token_budgets import TokenLedger
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
+from neuro_san.network.coded_refs import BUNDLED_TOOLS
 from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.periodic.scheduler import run_periodic
 from neuro_san.runtime.coded_tools import CodedToolResolver
@@ -52,7 +53,6 @@ MiB = 1024 * 1024
 #: See AgentServer.start: calls waiting for the event loop before the core sheds them.
 PENDING_CALLS = 20_000
 CONCIERGE_SERVICE = concierge_pb2.DESCRIPTOR.services_by_name["ConciergeService"].full_name
-BUNDLED_TOOLS = Path(__file__).resolve().parents[1] / "coded_tools"
 
 
 def _env_float(name: str, default: float) -> float:
@@ -176,13 +176,14 @@ class AgentServer:
         remote_close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
-        self.registry = NetworkRegistry.from_manifests(config.manifest_paths)
+        roots = [*config.tool_paths, BUNDLED_TOOLS]
+        # The registry checks at load that every coded tool's class is found on these roots.
+        self.registry = NetworkRegistry.from_manifests(config.manifest_paths, tool_roots=roots)
         self.telemetry: Telemetry = PrometheusTelemetry(self._metrics_label)
         if config.tracing:
             self.telemetry = _with_tracing(self.telemetry)
         self.registry.on_change.append(lambda names: self.telemetry.networks_changed(len(names)))
         self.models = LlmFactory(pool=HttpPool(on_retry=self.telemetry.llm_retry))
-        roots = [*config.tool_paths, BUNDLED_TOOLS]
         self._remote_close = remote_close
         self.host = NetworkHost(
             self.registry,

@@ -100,7 +100,8 @@ def test_validate_reports_a_bad_mcp_entry_with_file_key_path_and_reason() -> Non
     assert code == 1
     assert out.getvalue() == "OK mcp_good\n"
     assert err.getvalue() == (
-        f"{FIXTURES / 'mcp_bad.hocon'}: tools[0].tools[0]: an MCP server entry needs 'url' (the server's http(s) URL)\n"
+        f"{FIXTURES / 'mcp_bad.hocon'}: tools[0].tools[0]: an MCP server entry needs 'url' "
+        "(the server's http(s) URL) (in agent 'front')\n"
     )
 
 

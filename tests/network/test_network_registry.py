@@ -273,15 +273,21 @@ def test_watch_picks_up_changes_until_cancelled(tmp_path: Path) -> None:
 # validate ------------------------------------------------------------------------------
 
 
-def _validate(paths: list[str]) -> tuple[int, str, str]:
+def _validate(paths: list[str], tool_paths: list[str] | None = None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main_validate(paths, out=out, err=err)
+    code = main_validate(paths, out=out, err=err, tool_paths=tool_paths or [])
     return code, out.getvalue(), err.getvalue()
 
 
-def test_validate_good_manifest_and_files() -> None:
+def test_validate_good_manifest_and_files(tmp_path: Path) -> None:
+    # What the fixtures name but do not hold: their coded tools and /other_network.
+    _write(tmp_path / "tools" / "accounting.py", "class Accountant:\n    pass\n")
+    _write(tmp_path / "tools" / "math_tools" / "adder.py", "class Adder:\n    pass\n")
+    _write(tmp_path / "other_network.hocon", _network_text())
+    other = _write(tmp_path / "manifest.hocon", '{"other_network.hocon": true}')
     code, out, err = _validate(
-        [str(FIXTURES / "manifest.hocon"), str(FIXTURES / "deep" / "math_guy.hocon")]
+        [str(FIXTURES / "manifest.hocon"), str(FIXTURES / "deep" / "math_guy.hocon"), str(other)],
+        tool_paths=[str(tmp_path / "tools")],
     )
     assert (code, err) == (0, "")
     assert out.splitlines() == [
@@ -291,6 +297,7 @@ def test_validate_good_manifest_and_files() -> None:
         "OK deep/math_guy",
         "SKIP not_there (not served)",
         "OK math_guy",
+        "OK other_network",
     ]
 
 
@@ -302,7 +309,7 @@ def test_validate_reports_each_error(tmp_path: Path) -> None:
     assert code == 1
     assert out.splitlines() == ["OK good"]
     assert err.splitlines() == [
-        f"{bad}: tools[0].tools[0]: unknown agent 'ghost'",
+        f"{bad}: tools[0].tools[0]: unknown agent 'ghost' (in agent 'front')",
         f"{tmp_path / 'missing.hocon'}: cannot read file: "
         f"[Errno 2] No such file or directory: '{tmp_path / 'missing.hocon'}'",
         f"{tmp_path / 'nope.json'}: cannot read file: "
