@@ -159,6 +159,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
     frontends = protocol_frontends(playground=playground_enabled(getattr(args, "no_playground", False)))
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=frontends)
+    from gateway.state import warn_when_unreachable
+
+    await warn_when_unreachable()  # AGENT_REDIS_URL that does not answer: one line now
     # Tests and supervisors read the bound port from this line.
     print(f"gateway listening on {handle.scheme}://{args.host}:{handle.port} -> {args.target}", flush=True)
     try:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+from urllib.parse import urlsplit, urlunsplit
 
 from gateway.state.interface import (
     DEFAULT_LEASE_SECONDS,
@@ -43,6 +45,8 @@ from gateway.state.interface import (
     StateUnavailable,
 )
 from neuro_san.core.errors import redis_missing_message
+
+log = logging.getLogger(__name__)
 
 
 def make_state(settings: StateSettings | None = None) -> SharedState:
@@ -60,6 +64,35 @@ def make_state(settings: StateSettings | None = None) -> SharedState:
         # A setting the install cannot honour: refused at start with the extra to install.
         raise ValueError(redis_missing_message("AGENT_REDIS_URL")) from None
     return RedisState(settings.redis_url, lease_seconds=settings.lease_seconds)
+
+
+async def warn_when_unreachable(settings: StateSettings | None = None) -> bool:
+    """At start-up: one WARNING line when ``AGENT_REDIS_URL`` does not answer (False). The
+    server still starts: the shared state is lazy and recovers by itself when Redis comes
+    back (the outage tests count on it); until then what needs it answers "unavailable"."""
+    settings = settings or StateSettings.from_env()
+    if not settings.redis_url:
+        return True
+    try:
+        from gateway.state.redis_state import ping  # imports redis: only when configured
+    except ModuleNotFoundError:
+        return True  # refused with the extra to install where the state is made
+    problem = await ping(settings.redis_url)
+    if problem is None:
+        return True
+    log.warning("AGENT_REDIS_URL %s does not answer at start (%s): A2A tasks, contextIds and cancellations "
+                "across replicas, and limits kept in Redis, fail until it does", _without_password(settings.redis_url),
+                problem)
+    return False
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class _Holder:
@@ -98,6 +131,7 @@ __all__ = [
     "StateSettings",
     "StateUnavailable",
     "make_state",
+    "warn_when_unreachable",
     "process_state",
     "release_state",
 ]

@@ -75,6 +75,19 @@ def connect(url: str, socket_timeout: float | None = SOCKET_TIMEOUT) -> Any:
 REDIS_ERRORS: tuple[type[BaseException], ...] = (aioredis.RedisError, OSError, asyncio.TimeoutError)
 
 
+async def ping(url: str) -> str | None:
+    """Why Redis at ``url`` does not answer a PING (within the client's short timeouts), or None."""
+    client = connect(url)
+    try:
+        await client.ping()
+    except REDIS_ERRORS as error:
+        return str(error) or type(error).__name__
+    finally:
+        with contextlib.suppress(*REDIS_ERRORS):
+            await client.aclose()
+    return None
+
+
 class RedisState(SharedState):
     shared = True
 

@@ -214,7 +214,10 @@ async def _serve(args: argparse.Namespace) -> int:
             log.error("HTTP gateway cannot start: %s", error)
             await server.stop(0)
             return 2
+    from gateway.state import warn_when_unreachable
     from neuro_san.cli.startup_line import urls_line
+
+    await warn_when_unreachable()  # AGENT_REDIS_URL that does not answer: one line now, not at first use
 
     print(urls_line(config.host, server.port, gateway, playground), flush=True)
     settle_heap()  # start-up's objects out of the collector's way, before any traffic burst

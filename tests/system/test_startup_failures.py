@@ -65,3 +65,29 @@ def test_redis_url_without_the_redis_package_says_which_extra(tmp_path: Path) ->
     (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'redis'\", name='redis')\n")
     env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "AGENT_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}
     _one_line(_serve(["--port", "0", "--http-port", "0"], env), "AGENT_REDIS_URL", "neuro-san-grpc[redis]")
+
+
+def test_an_unreachable_redis_at_start_is_one_warning_and_the_server_serves() -> None:
+    """Not a refusal: the shared state recovers when Redis comes back. But said at start, once."""
+    url = f"redis://user:secret@127.0.0.1:{free_port()}/0"
+    args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
+            "--http-port", "0"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENT_REDIS_URL": url}
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("READY "):
+                break
+    finally:
+        process.terminate()
+        process.wait(15)
+    output = "".join(lines)
+    assert any(line.startswith("READY ") for line in lines), output
+    warnings = [json.loads(line)["message"] for line in lines if line.startswith("{") and '"WARNING"' in line]
+    assert [w for w in warnings if "AGENT_REDIS_URL" in w] == [w for w in warnings if "Redis" in w], warnings
+    [warning] = [w for w in warnings if "AGENT_REDIS_URL" in w]
+    assert "does not answer at start" in warning and "secret" not in warning and "***" in warning
+    assert "Traceback" not in output
