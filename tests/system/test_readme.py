@@ -162,6 +162,9 @@ def test_readme_command_works(live: ServerProcess, command: str) -> None:
     assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}\n{live.log()[-2000:]}"
     for expected in expectations(command):
         assert expected in result.stdout, f"{command}: {expected!r} not in\n{result.stdout}"
+    # Answers a newcomer would call answers: no error, no scripted stand-in or prompt text.
+    for leak in ("Error", "scripted synonym", "Give one synonym", "not arithmetic"):
+        assert leak not in result.stdout, f"{command}: {leak!r} in\n{result.stdout}"
     if command.startswith("curl") and "streaming_chat" in command:
         last = json.loads(result.stdout.strip().splitlines()[-1])["response"]
         assert last["type"] == "AGENT_FRAMEWORK" and last["chat_context"]["chat_histories"]
