@@ -6,6 +6,12 @@ to the SDK as an ASGI call: the scope is built from the aiohttp request, ``recei
 yields the already-read body and then waits for the client to go away, and ``send``
 writes straight into an aiohttp :class:`~aiohttp.web.StreamResponse` (so SSE frames go
 out as the SDK produces them, not buffered).
+
+The SDK parses the body it is handed itself, and answers what its parser cannot take
+(bytes that are not UTF-8, deep nesting, huge integers) as a 500 with a traceback in the
+log; so a body goes to it only once the host's one decoder (gateway/host/json_body.py)
+passed it: the JSON-RPC binding decodes it anyway, the HTTP+JSON one asks
+:func:`malformed_rest_body`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from a2a.utils.error_handlers import build_rest_error_payload
 from aiohttp import web
+from google.protobuf.json_format import ParseError
+
+from gateway.host.json_body import MalformedJson, decode_json
+from gateway.host.responses import dumps, json_response
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -24,6 +35,20 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: How often ``receive`` looks whether the client went away (aiohttp does not say).
 _DISCONNECT_POLL_SECONDS = 0.2
+
+
+def malformed_rest_body(raw: bytes) -> web.Response | None:
+    """The HTTP+JSON binding's 400 for a body the host's decoder refuses, in the SDK's own
+    shape for a parse error (``{"error": {"code": 400, "status": "INVALID_ARGUMENT", ...}}``);
+    None for an empty or acceptable body."""
+    if not raw.strip():
+        return None
+    try:
+        decode_json(raw)
+    except MalformedJson as error:
+        payload = build_rest_error_payload(ParseError(f"Parse error: {error}"))
+        return json_response(400, dumps(payload))
+    return None
 
 
 def build_scope(request: web.Request, extra: dict[str, Any]) -> Scope:

@@ -1,0 +1,141 @@
+"""Malformed request bodies on every front-end of the HTTP port (REST, /mcp, A2A JSON-RPC,
+A2A HTTP+JSON) are the client's mistake: a 4xx or the protocol's parse error, never a 500,
+and never an ERROR line or a traceback in the server's log (issue 33 item 5).
+
+Seen before the fix: 990- and 100,000-deep JSON was a 500 (RecursionError) on A2A
+JSON-RPC, invalid UTF-8 and UTF-16 bodies were 500s on A2A HTTP+JSON, a 5,000-digit
+integer in ``sly_data`` was a 500 on REST ("Exceeds the limit (4300 digits)"), and a
+malformed HTTP request left aiohttp's "Error handling request" traceback in the log."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.servers import ServerProcess, start_server
+
+#: Takes seconds (starts a server): not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
+PARSE_ERROR = -32700
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    with start_server(env={"AGENT_SERVICE_LOG_JSON": "1"}, http=True) as started:
+        yield started
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _bodies(envelope: Callable[[str], str]) -> dict[str, bytes]:
+    """The hostile bodies, each with its bad part placed where ``envelope`` puts a value."""
+    good = envelope('"hi"')
+    return {
+        "deep990": envelope(_deep(990)).encode(),
+        "deep100000": envelope(_deep(100_000)).encode(),
+        "invalid_utf8": good.encode().replace(b'"hi"', b'"h\xff\xfei"'),
+        "utf16": good.encode("utf-16"),
+        "digits5000": envelope("1" + "0" * 5000).encode(),
+        "digits400": envelope("1" + "0" * 400).encode(),  # too big for a float: a Struct number is one
+        "nan": envelope("NaN").encode(),  # not JSON; protobuf cannot carry it in a Struct
+        "overflow": envelope("1e999").encode(),  # infinity
+    }
+
+
+CASES = list(_bodies(lambda value: value))
+
+
+def _rest_body(value: str) -> str:
+    return '{"user_message": {"text": "hi"}, "sly_data": {"x": %s}}' % value
+
+
+def _mcp_body(value: str) -> str:
+    return ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+            '"params": {"name": "echo", "arguments": {"user_message": {"text": %s}}}}' % value)
+
+
+def _a2a_message(value: str) -> str:
+    return ('{"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}], '
+            '"metadata": {"x": %s}}}' % value)
+
+
+def _a2a_jsonrpc_body(value: str) -> str:
+    return '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": %s}' % _a2a_message(value)
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+A2A_HEADERS = {"A2A-Version": "1.0"}
+
+
+def _post(server: ServerProcess, path: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
+    return httpx.post(server.http_base + path, content=body, timeout=15,
+                      headers={"Content-Type": "application/json", **headers})
+
+
+def _jsonrpc_code(response: httpx.Response) -> Any:
+    return response.json().get("error", {}).get("code")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rest(server: ServerProcess, case: str) -> None:
+    response = _post(server, "/api/v1/echo/streaming_chat", _bodies(_rest_body)[case], {})
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == 3, response.text  # INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_mcp(server: ServerProcess, case: str) -> None:
+    response = _post(server, "/mcp", _bodies(_mcp_body)[case], MCP_HEADERS)
+    assert response.status_code == 400, response.text
+    assert _jsonrpc_code(response) == PARSE_ERROR, response.text
+
+
+@pytest.mark.parametrize("path", ["/a2a/echo", "/a2a"])
+@pytest.mark.parametrize("case", CASES)
+def test_a2a_jsonrpc(server: ServerProcess, case: str, path: str) -> None:
+    response = _post(server, path, _bodies(_a2a_jsonrpc_body)[case], A2A_HEADERS)
+    assert response.status_code < 500, response.text
+    assert _jsonrpc_code(response) == PARSE_ERROR, response.text
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a2a_rest(server: ServerProcess, case: str) -> None:
+    response = _post(server, "/a2a/echo/rest/message:send", _bodies(_a2a_message)[case], A2A_HEADERS)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["status"] == "INVALID_ARGUMENT", response.text  # the SDK's own shape
+
+
+def test_well_formed_bodies_still_served(server: ServerProcess) -> None:
+    """The guards refuse only what they name: a sane body with numbers and some nesting passes."""
+    sly = json.dumps({"n": 10**30, "f": 1.5, "x": [[[[{"a": [1, 2]}]]]]})
+    body = '{"user_message": {"text": "hello"}, "sly_data": %s}' % sly
+    response = _post(server, "/api/v1/echo/streaming_chat", body.encode(), {})
+    assert response.status_code == 200, response.text
+
+
+def test_malformed_http_is_one_warning(server: ServerProcess) -> None:
+    """A request aiohttp cannot parse is 400, and one WARNING line, not a traceback."""
+    with socket.create_connection(("127.0.0.1", server.http_port), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n")
+        assert b" 400 " in sock.recv(4096).split(b"\r\n", 1)[0]
+    time.sleep(0.3)  # the log pump reads the subprocess's output in a thread
+    warned = [line for line in server.log().splitlines() if '"logger": "aiohttp.server"' in line]
+    assert warned and all('"level": "WARNING"' in line and "Invalid header token" in line for line in warned), warned
+
+
+def test_log_has_no_error_and_no_traceback(server: ServerProcess) -> None:
+    """Runs last: every request above was the client's mistake."""
+    time.sleep(0.3)  # the log pump reads the subprocess's output in a thread
+    log = server.log()
+    assert "Traceback" not in log, log[-6000:]
+    errors = [line for line in log.splitlines() if '"level": "ERROR"' in line]
+    assert not errors, "\n".join(errors)[-6000:]
