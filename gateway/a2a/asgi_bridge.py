@@ -24,6 +24,7 @@ from a2a.utils.error_handlers import build_rest_error_payload
 from aiohttp import web
 from google.protobuf.json_format import ParseError
 
+from gateway.host.client_errors import quiet_logged_refusals
 from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps, json_response
 
@@ -35,6 +36,14 @@ AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: How often ``receive`` looks whether the client went away (aiohttp does not say).
 _DISCONNECT_POLL_SECONDS = 0.2
+
+
+def quiet_sdk_refusals() -> None:
+    """The SDK's JSON-RPC dispatcher logs a client's malformed request as an ERROR with a
+    traceback, then answers it (-32600, -32602) and logs that answer as a WARNING: the
+    first becomes a DEBUG line, so a client's mistake is one WARNING (idempotent)."""
+    quiet_logged_refusals("a2a.server.routes.jsonrpc_dispatcher",
+                          ("Failed to validate base JSON-RPC request", "Failed to parse request params"))
 
 
 def malformed_rest_body(raw: bytes) -> web.Response | None:

@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Router
 
-from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi, malformed_rest_body
+from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi, malformed_rest_body, quiet_sdk_refusals
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, grpc_target, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import NetworkExecutor, call_state
@@ -163,6 +163,7 @@ class A2AFrontEnd:
         self._secured = _api_keys_configured()
         self.tasks: RedisTaskStore | None = None
         quiet_sdk_reports()
+        quiet_sdk_refusals()
         if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
             from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only when configured
 

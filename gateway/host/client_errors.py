@@ -1,17 +1,20 @@
-"""A client's mistake is one WARNING line in the log, never an ERROR with a traceback.
+"""A client's mistake is one line in the log, never an ERROR with a traceback.
 
 aiohttp's server logger reports a request it could not parse (a bad header, a line too
 long, a broken chunked body: ``BadHttpMessage`` and the other 4xx
 ``HttpProcessingError``\\ s) as "Error handling request" at ERROR with the parser's
 traceback, and a client that went away mid-answer as an "Unhandled exception". Neither is
-ours to fix: the filter installed by :func:`quiet_client_errors` rewrites such a record
-into one line (WARNING for a malformed request, INFO for a client gone) naming the
-reason; every other record, a bug of ours included, passes untouched.
+ours to fix: :func:`quiet_client_errors` rewrites such a record into one line (WARNING for
+a malformed request, INFO for a client gone) naming the reason. SDKs that log a refusal
+twice, once as an ERROR traceback and once as the WARNING of the error they answer, have
+the first dropped to DEBUG by :func:`quiet_logged_refusals`. Every other record, a bug of
+ours included, passes untouched.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from aiohttp.http_exceptions import HttpProcessingError
 
@@ -19,18 +22,35 @@ from aiohttp.http_exceptions import HttpProcessingError
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
 
 
-class _OneLineClientErrors(logging.Filter):
+def _one_line(record: logging.LogRecord, level: int, reason: str | None) -> bool:
+    """``record`` at ``level`` without its traceback (``reason`` appended); whether it is
+    still to be emitted (the logger's level was checked for the original level)."""
+    if reason is not None:
+        record.msg, record.args = "%s: %s", (record.getMessage(), reason)
+    record.levelno, record.levelname = level, logging.getLevelName(level)
+    record.exc_info, record.exc_text, record.stack_info = None, None, None
+    return logging.getLogger(record.name).isEnabledFor(level)
+
+
+class _ClientErrors(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         if isinstance(error, HttpProcessingError) and 400 <= (error.code or 0) < 500:
-            level, reason = logging.WARNING, f"malformed HTTP request ({error.code}): " + _first_line(error.message)
-        elif isinstance(error, (ConnectionResetError, BrokenPipeError)):  # aiohttp's resets too
-            level, reason = logging.INFO, f"the client went away: {_first_line(str(error))}"
-        else:
-            return True
-        record.msg, record.args = "%s: %s", (record.getMessage(), reason)
-        record.levelno, record.levelname = level, logging.getLevelName(level)
-        record.exc_info, record.exc_text = None, None
+            return _one_line(record, logging.WARNING,
+                             f"malformed HTTP request ({error.code}): {_first_line(error.message)}")
+        if isinstance(error, (ConnectionResetError, BrokenPipeError)):  # aiohttp's own resets too
+            return _one_line(record, logging.INFO, f"the client went away: {_first_line(str(error))}")
+        return True
+
+
+class _LoggedRefusals(logging.Filter):
+    def __init__(self, messages: Iterable[str]) -> None:
+        super().__init__()
+        self.messages = frozenset(messages)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.msg in self.messages:
+            return _one_line(record, logging.DEBUG, None)
         return True
 
 
@@ -38,11 +58,18 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "no reason given")[:200]
 
 
-_FILTER = _OneLineClientErrors()
+def _install(logger_name: str, new: logging.Filter) -> None:
+    logger = logging.getLogger(logger_name)
+    if not any(type(existing) is type(new) for existing in logger.filters):  # idempotent
+        logger.addFilter(new)
 
 
 def quiet_client_errors() -> None:
-    """Install the filter on aiohttp's server logger (idempotent)."""
-    logger = logging.getLogger(AIOHTTP_SERVER_LOGGER)
-    if _FILTER not in logger.filters:
-        logger.addFilter(_FILTER)
+    """aiohttp's reports of malformed requests and vanished clients as one line."""
+    _install(AIOHTTP_SERVER_LOGGER, _ClientErrors())
+
+
+def quiet_logged_refusals(logger_name: str, messages: Iterable[str]) -> None:
+    """Records of ``logger_name`` at ERROR whose message is one of ``messages`` (refusals the
+    SDK reports again as a WARNING) become DEBUG lines without a traceback."""
+    _install(logger_name, _LoggedRefusals(messages))

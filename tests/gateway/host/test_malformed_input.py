@@ -55,21 +55,21 @@ CASES = list(_bodies(lambda value: value))
 
 
 def _rest_body(value: str) -> str:
-    return '{"user_message": {"text": "hi"}, "sly_data": {"x": %s}}' % value
+    return '{"user_message": {"text": "hi"}, "sly_data": {"x": ' + value + "}}"
 
 
 def _mcp_body(value: str) -> str:
     return ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
-            '"params": {"name": "echo", "arguments": {"user_message": {"text": %s}}}}' % value)
+            '"params": {"name": "echo", "arguments": {"user_message": {"text": ' + value + "}}}}")
 
 
 def _a2a_message(value: str) -> str:
-    return ('{"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}], '
-            '"metadata": {"x": %s}}}' % value)
+    message = '{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}], "metadata": {"x": ' + value + "}}"
+    return '{"message": ' + message + "}"
 
 
 def _a2a_jsonrpc_body(value: str) -> str:
-    return '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": %s}' % _a2a_message(value)
+    return '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": ' + _a2a_message(value) + "}"
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
@@ -114,10 +114,27 @@ def test_a2a_rest(server: ServerProcess, case: str) -> None:
     assert response.json()["error"]["status"] == "INVALID_ARGUMENT", response.text  # the SDK's own shape
 
 
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"parts": "x"}}}', -32602),
+        ("[1, 2]", -32600),
+        ('"text"', -32600),
+        ('{"jsonrpc": "2.0", "id": 1}', -32600),
+    ],
+    ids=["bad-params", "batch", "not-an-object", "no-method"],
+)
+def test_a2a_sdk_refusals(server: ServerProcess, body: str, code: int) -> None:
+    """Requests the a2a-sdk refuses itself (it logged each as an ERROR traceback): its error
+    answers, and (checked below) no ERROR line."""
+    response = _post(server, "/a2a/echo", body.encode(), A2A_HEADERS)
+    assert response.status_code == 200 and _jsonrpc_code(response) == code, response.text
+
+
 def test_well_formed_bodies_still_served(server: ServerProcess) -> None:
     """The guards refuse only what they name: a sane body with numbers and some nesting passes."""
     sly = json.dumps({"n": 10**30, "f": 1.5, "x": [[[[{"a": [1, 2]}]]]]})
-    body = '{"user_message": {"text": "hello"}, "sly_data": %s}' % sly
+    body = '{"user_message": {"text": "hello"}, "sly_data": ' + sly + "}"
     response = _post(server, "/api/v1/echo/streaming_chat", body.encode(), {})
     assert response.status_code == 200, response.text
 
