@@ -14,12 +14,15 @@ ours included, passes untouched.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 #: The logger aiohttp's request handler (web_protocol.RequestHandler) logs through.
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
+_STATUS_PREFIX = re.compile(r"^\d{3}, message:")
 
 
 def _one_line(record: logging.LogRecord, level: int, reason: str | None) -> bool:
@@ -32,12 +35,28 @@ def _one_line(record: logging.LogRecord, level: int, reason: str | None) -> bool
     return logging.getLogger(record.name).isEnabledFor(level)
 
 
+def is_malformed_http(error: BaseException | None) -> bool:
+    """aiohttp could not parse the request or decode its body (bad gzip, broken chunks)."""
+    if isinstance(error, HttpProcessingError):
+        return 400 <= (error.code or 0) < 500
+    return isinstance(error, RequestPayloadError)
+
+
+def malformed_reason(error: BaseException) -> str:
+    """The first line of what aiohttp says is wrong, without its "400, message:" prefix."""
+    text = error.message if isinstance(error, HttpProcessingError) else str(error)
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if lines and _STATUS_PREFIX.match(lines[0]):
+        lines = lines[1:]
+    return (lines[0] if lines else "no reason given")[:200]
+
+
 class _ClientErrors(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, HttpProcessingError) and 400 <= (error.code or 0) < 500:
-            return _one_line(record, logging.WARNING,
-                             f"malformed HTTP request ({error.code}): {_first_line(error.message)}")
+        if is_malformed_http(error):
+            assert error is not None
+            return _one_line(record, logging.WARNING, f"malformed HTTP request: {malformed_reason(error)}")
         if isinstance(error, (ConnectionResetError, BrokenPipeError)):  # aiohttp's own resets too
             return _one_line(record, logging.INFO, f"the client went away: {_first_line(str(error))}")
         return True
