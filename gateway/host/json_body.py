@@ -8,9 +8,10 @@ JSON-RPC's -32700 parse error), never as a 500:
 
 - bytes that are not UTF-8, and UTF-16/32 (RFC 8259 §8.1: JSON exchanged between systems
   is UTF-8; ``json.loads`` on bytes would guess the encoding, the SDKs do not);
-- nesting deeper than :data:`MAX_DEPTH`, found *before* any parser recurses (the C
-  parser stops at the recursion limit, ~1000, but the code after it, ours, protobuf's
-  ``ParseDict`` (limit 100) and the SDKs', recursed into a RecursionError from ~990);
+- nesting deeper than :data:`MAX_DEPTH`, found right after the C parser (which itself
+  stops cleanly, with a RecursionError, at the interpreter's recursion limit, ~1000) and
+  before any Python code recurses into the value: ours, protobuf's ``ParseDict`` (limit
+  100 messages) and the SDKs' had recursed into a RecursionError from ~990 levels;
 - integers longer than :data:`MAX_INTEGER_DIGITS` digits (Python refuses over 4,300 with a
   ValueError; a Struct number is a double, and an integer over ~308 digits overflows it);
 - numbers that are not finite (``NaN``, ``Infinity``, ``1e999``): protobuf cannot carry
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 #: The deepest nesting of arrays and objects a body may have. Requests nest ~5 levels of
@@ -34,10 +34,7 @@ MAX_DEPTH = 64
 #: at ~1.8e308, and no protobuf integer field holds more than 20 digits.
 MAX_INTEGER_DIGITS = 100
 
-# A JSON string, escapes included (the "unrolled loop" form: no backtracking per char).
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_OPENERS_AS_ONE = str.maketrans("{}", "[]")
+_TOO_DEEP = f"the body nests arrays and objects deeper than {MAX_DEPTH} levels"
 _UTF8_BOM = "\ufeff"
 
 
@@ -48,17 +45,19 @@ class MalformedJson(ValueError):
 def decode_json(raw: bytes) -> Any:
     """The JSON value of ``raw``, or :class:`MalformedJson` saying what is wrong with it."""
     text = decode_text(raw)
-    check_depth(text)
     try:
-        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
+        value = _DECODER.decode(text)
     except MalformedJson:
         raise
     except json.JSONDecodeError as error:
         raise MalformedJson(f"the body is not valid JSON: {error}") from None
-    except RecursionError:  # unreachable after check_depth; kept as the last word
-        raise MalformedJson(f"the body nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+    except RecursionError:  # the C parser's own guard, at the interpreter's recursion limit
+        raise MalformedJson(_TOO_DEEP) from None
     except ValueError as error:  # anything else the parser refuses is still the body's fault
         raise MalformedJson(f"the body is not valid JSON: {error}") from None
+    if too_deep(value):
+        raise MalformedJson(_TOO_DEEP)
+    return value
 
 
 def decode_text(raw: bytes) -> str:
@@ -72,20 +71,20 @@ def decode_text(raw: bytes) -> str:
     return text[1:] if text.startswith(_UTF8_BOM) else text
 
 
-def check_depth(text: str) -> None:
-    """Refuse ``text`` when its arrays and objects nest deeper than :data:`MAX_DEPTH`.
-
-    Strings are blanked out (their brackets are text), every other character but the
-    brackets dropped, then innermost pairs removed one level per pass: a pair still there
-    after :data:`MAX_DEPTH` passes sits deeper. No recursion, a few C-speed passes over the
-    brackets only; unbalanced brackets are left for the parser to report."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_OPENERS_AS_ONE)
-    for _ in range(MAX_DEPTH):
-        if "[]" not in brackets:
-            return
-        brackets = brackets.replace("[]", "")
-    if "[]" in brackets:
-        raise MalformedJson(f"the body nests arrays and objects deeper than {MAX_DEPTH} levels")
+def too_deep(value: Any) -> bool:
+    """Whether ``value``'s arrays and objects nest deeper than :data:`MAX_DEPTH`: a walk
+    over the containers only (no recursion), so a long string costs nothing."""
+    if type(value) not in (dict, list):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        for child in item.values() if type(item) is dict else item:
+            if type(child) in (dict, list):
+                if depth >= MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def _bounded_int(digits: str) -> int:
@@ -103,3 +102,7 @@ def _finite_float(text: str) -> float:
 
 def _no_constant(name: str) -> float:
     raise MalformedJson(f"the body has {name}, which is not a JSON number")
+
+
+#: One decoder (``json.loads`` with hooks would build one per call).
+_DECODER = json.JSONDecoder(parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
