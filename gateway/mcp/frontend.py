@@ -203,7 +203,10 @@ class McpFrontEnd:
     def _notified(self, body: dict[str, Any], kind: str, session: str) -> None:
         if kind == "notification" and body.get("method") == "notifications/cancelled":
             params = body.get("params") or {}
-            key = (session, params.get("requestId"))
+            request_id = params.get("requestId")
+            if type(request_id) not in (str, int):  # no request has such an id (an object is unhashable)
+                return
+            key = (session, request_id)
             task = self._in_flight.get(key)
             if task is not None:
                 task.cancel()

@@ -163,6 +163,14 @@ def test_a_header_that_is_not_utf8_echoed_in_an_error_is_no_500(server: ServerPr
         assert b" 400 " in sock.recv(4096).split(b"\r\n", 1)[0]
 
 
+@pytest.mark.parametrize("request_id", [{"a": 1}, [1], True, None])
+def test_mcp_cancellation_naming_no_request_id_is_acknowledged(server: ServerProcess, request_id: Any) -> None:
+    """``notifications/cancelled`` whose requestId is an object was a 500 (unhashable key)."""
+    body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    response = _post(server, "/mcp", json.dumps(body).encode(), MCP_HEADERS)
+    assert response.status_code == 202, response.text
+
+
 def test_well_formed_bodies_still_served(server: ServerProcess) -> None:
     """The guards refuse only what they name: a sane body with numbers and some nesting passes."""
     sly = json.dumps({"n": 10**30, "f": 1.5, "x": [[[[{"a": [1, 2]}]]]]})
