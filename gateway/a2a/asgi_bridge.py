@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from a2a.utils.error_handlers import build_rest_error_payload
+from a2a.utils.errors import A2AError, InternalError
 from aiohttp import web
 from google.protobuf.json_format import ParseError
 
@@ -39,11 +40,16 @@ _DISCONNECT_POLL_SECONDS = 0.2
 
 
 def quiet_sdk_refusals() -> None:
-    """The SDK's JSON-RPC dispatcher logs a client's malformed request as an ERROR with a
-    traceback, then answers it (-32600, -32602) and logs that answer as a WARNING: the
-    first becomes a DEBUG line, so a client's mistake is one WARNING (idempotent)."""
+    """The SDK logs a client's mistake as an ERROR (with a traceback), then answers it and
+    logs the answer as a WARNING: the first becomes a DEBUG line, so a client's mistake is
+    one WARNING (idempotent). Its JSON-RPC dispatcher for a malformed request (-32600,
+    -32602); its active task, twice (producer and consumer), for an A2A error the executor
+    raised on the request (bad ``metadata.neuro_san``: -32602; not an internal error); its
+    request handler for a capability the card does not offer (the extended card)."""
     quiet_logged_refusals("a2a.server.routes.jsonrpc_dispatcher",
                           ("Failed to validate base JSON-RPC request", "Failed to parse request params"))
+    quiet_logged_refusals("a2a.server.agent_execution.active_task", errors=(A2AError,), excluding=(InternalError,))
+    quiet_logged_refusals("a2a.server.request_handlers.request_handler", ("Validation failure: %s",))
 
 
 def malformed_rest_body(raw: bytes) -> web.Response | None:

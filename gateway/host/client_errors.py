@@ -7,7 +7,7 @@ traceback, and a client that went away mid-answer as an "Unhandled exception". N
 ours to fix: :func:`quiet_client_errors` rewrites such a record into one line (WARNING for
 a malformed request, INFO for a client gone) naming the reason. SDKs that log a refusal
 twice, once as an ERROR traceback and once as the WARNING of the error they answer, have
-the first dropped to DEBUG by :func:`quiet_logged_refusals`. Every other record, a bug of
+the first turned into a DEBUG line by :func:`quiet_logged_refusals`. Every other record, a bug of
 ours included, passes untouched.
 """
 
@@ -63,13 +63,20 @@ class _ClientErrors(logging.Filter):
 
 
 class _LoggedRefusals(logging.Filter):
-    def __init__(self, messages: Iterable[str]) -> None:
+    def __init__(self, messages: Iterable[str], errors: tuple[type[BaseException], ...],
+                 excluding: tuple[type[BaseException], ...]) -> None:
         super().__init__()
         self.messages = frozenset(messages)
+        self.errors, self.excluding = errors, excluding
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.ERROR and record.msg in self.messages:
+        if record.levelno < logging.ERROR:
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        if record.msg in self.messages:
             return _one_line(record, logging.DEBUG, None)
+        if isinstance(error, self.errors) and not isinstance(error, self.excluding):
+            return _one_line(record, logging.DEBUG, _first_line(str(error)))
         return True
 
 
@@ -88,7 +95,12 @@ def quiet_client_errors() -> None:
     _install(AIOHTTP_SERVER_LOGGER, _ClientErrors())
 
 
-def quiet_logged_refusals(logger_name: str, messages: Iterable[str]) -> None:
-    """Records of ``logger_name`` at ERROR whose message is one of ``messages`` (refusals the
-    SDK reports again as a WARNING) become DEBUG lines without a traceback."""
-    _install(logger_name, _LoggedRefusals(messages))
+def quiet_logged_refusals(
+    logger_name: str, messages: Iterable[str] = (), errors: tuple[type[BaseException], ...] = (),
+    excluding: tuple[type[BaseException], ...] = (),
+) -> None:
+    """Records of ``logger_name`` at ERROR whose message (its format string) is one of
+    ``messages``, or whose exception is one of ``errors`` but none of ``excluding``
+    (refusals the SDK reports again as the WARNING of its answer), become DEBUG lines
+    without a traceback."""
+    _install(logger_name, _LoggedRefusals(messages, errors, excluding))

@@ -171,6 +171,30 @@ def test_mcp_cancellation_naming_no_request_id_is_acknowledged(server: ServerPro
     assert response.status_code == 202, response.text
 
 
+_HELLO = {"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "code"),
+    [
+        ("SendMessage", {"message": {**_HELLO, "metadata": {"neuro_san": "x"}}}, -32602),
+        ("SendMessage", {"message": {**_HELLO, "metadata": {"neuro_san": {"sly_data": "x"}}}}, -32602),
+        ("SendStreamingMessage", {"message": {**_HELLO, "metadata": {"neuro_san": {"chat_context": 5}}}}, -32602),
+        ("GetExtendedAgentCard", {}, -32004),
+    ],
+    ids=["neuro_san-not-object", "sly_data-not-object", "chat_context-not-object", "extended-card"],
+)
+def test_a2a_requests_refused_by_the_executor_or_the_card(
+    server: ServerProcess, method: str, params: dict[str, Any], code: int
+) -> None:
+    """Refused in the SDK's task (our executor's InvalidParamsError: it logged an ERROR
+    traceback for its producer and one for its consumer) or by its capability check (an
+    ERROR line): the error answer, and (checked below) no ERROR line."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = _post(server, "/a2a/echo", json.dumps(body).encode(), A2A_HEADERS)
+    assert response.status_code == 200 and _jsonrpc_code(response) == code, response.text
+
+
 def test_well_formed_bodies_still_served(server: ServerProcess) -> None:
     """The guards refuse only what they name: a sane body with numbers and some nesting passes."""
     sly = json.dumps({"n": 10**30, "f": 1.5, "x": [[[[{"a": [1, 2]}]]]]})
