@@ -6,6 +6,12 @@ to the SDK as an ASGI call: the scope is built from the aiohttp request, ``recei
 yields the already-read body and then waits for the client to go away, and ``send``
 writes straight into an aiohttp :class:`~aiohttp.web.StreamResponse` (so SSE frames go
 out as the SDK produces them, not buffered).
+
+The SDK parses the body it is handed itself, and answers what its parser cannot take
+(bytes that are not UTF-8, deep nesting, huge integers) as a 500 with a traceback in the
+log; so a body goes to it only once the host's one decoder (gateway/host/json_body.py)
+passed it: the JSON-RPC binding decodes it anyway, the HTTP+JSON one asks
+:func:`malformed_rest_body`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from a2a.utils.error_handlers import build_rest_error_payload
+from a2a.utils.errors import A2AError, InternalError
 from aiohttp import web
+from google.protobuf.json_format import ParseError
+
+from gateway.host.client_errors import quiet_logged_refusals
+from gateway.host.json_body import MalformedJson, decode_json
+from gateway.host.responses import dumps, json_response
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,6 +47,33 @@ _MAX_VERSION_BYTES = 20
 def _headers(request: web.Request) -> list[tuple[bytes, bytes]]:
     headers = [(name.lower(), value) for name, value in request.raw_headers]
     return [(name, value[:_MAX_VERSION_BYTES] if name == _VERSION_HEADER else value) for name, value in headers]
+
+
+def quiet_sdk_refusals() -> None:
+    """The SDK logs a client's mistake as an ERROR (with a traceback), then answers it and
+    logs the answer as a WARNING: the first becomes a DEBUG line, so a client's mistake is
+    one WARNING (idempotent). Its JSON-RPC dispatcher for a malformed request (-32600,
+    -32602); its active task, twice (producer and consumer), for an A2A error the executor
+    raised on the request (bad ``metadata.neuro_san``: -32602; not an internal error); its
+    request handler for a capability the card does not offer (the extended card)."""
+    quiet_logged_refusals("a2a.server.routes.jsonrpc_dispatcher",
+                          ("Failed to validate base JSON-RPC request", "Failed to parse request params"))
+    quiet_logged_refusals("a2a.server.agent_execution.active_task", errors=(A2AError,), excluding=(InternalError,))
+    quiet_logged_refusals("a2a.server.request_handlers.request_handler", ("Validation failure: %s",))
+
+
+def malformed_rest_body(raw: bytes) -> web.Response | None:
+    """The HTTP+JSON binding's 400 for a body the host's decoder refuses, in the SDK's own
+    shape for a parse error (``{"error": {"code": 400, "status": "INVALID_ARGUMENT", ...}}``);
+    None for an empty or acceptable body."""
+    if not raw.strip():
+        return None
+    try:
+        decode_json(raw)
+    except MalformedJson as error:
+        payload = build_rest_error_payload(ParseError(f"Parse error: {error}"))
+        return json_response(400, dumps(payload))
+    return None
 
 
 def build_scope(request: web.Request, extra: dict[str, Any]) -> Scope:

@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Router
 
-from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi
+from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi, malformed_rest_body, quiet_sdk_refusals
 from gateway.a2a.card_http import CardPlace, CardSettings, card_place, card_response
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
 from gateway.a2a.conversations import ConversationStore
@@ -58,6 +58,7 @@ from gateway.a2a.tasks import BoundedTaskStore, owner_of, resolve_owner
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps, json_response
 from gateway.state import StateSettings, process_state, release_state
 from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
@@ -164,6 +165,7 @@ class A2AFrontEnd:
         self.card_settings = CardSettings.from_env()  # checked at start by protocol_frontends
         self.tasks: RedisTaskStore | None = None
         quiet_sdk_reports()
+        quiet_sdk_refusals()
         if self.state.shared:  # AGENT_REDIS_URL: tasks and their events on Redis
             from gateway.a2a.redis_tasks import RedisTaskStore  # imports redis: only when configured
 
@@ -280,8 +282,8 @@ class A2AFrontEnd:
     ):
         """``POST /a2a``: JSON-RPC for the network the request names in ``params.tenant``."""
         try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as error:
+            body = decode_json(raw)
+        except MalformedJson as error:
             return _jsonrpc_error(200, -32700, f"Parse error: {error}")
         params = body.get("params") if isinstance(body, dict) else None
         tenant = params.get("tenant") if isinstance(params, dict) else None
@@ -303,6 +305,8 @@ class A2AFrontEnd:
         except grpc.aio.AioRpcError as error:
             status, failure_body = status_from_rpc_error(error)
             return a2a_typed(json_response(status, dumps(failure_body)))
+        if (malformed := malformed_rest_body(raw)) is not None:  # before the SDK's own parse
+            return a2a_typed(malformed)
         path = request.path.split(f"{agent}{REST_PREFIX}", 1)[-1]
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=path.endswith(":stream"))
@@ -361,9 +365,9 @@ class A2AFrontEnd:
             code = failure.jsonrpc_code if failure.is_refusal else -32600
             return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
                                   failure.headers() + challenge(failure))
-        try:  # the SDK reports bodies that are not UTF-8 as internal errors: say parse error
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as error:
+        try:  # the SDK parses the body again: only one that passed the host's decoder reaches it
+            body = decode_json(raw)
+        except MalformedJson as error:
             return _jsonrpc_error(200, -32700, f"Parse error: {error}")
         version = request.headers.get(VERSION_HEADER, "").strip()
         method = body.get("method") if isinstance(body, dict) else None
@@ -402,6 +406,3 @@ class A2AFrontEnd:
 def make_a2a_frontend(context: FrontEndContext) -> A2AFrontEnd:
     """The front-end factory for ``start_gateway(..., frontends=[...])``."""
     return A2AFrontEnd(context)
-
-
-

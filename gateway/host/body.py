@@ -5,7 +5,8 @@ front-end's handler runs; no front-end reads a request by itself. So every route
 every front-end, including one added later, gets the same guards: a declared length over
 the limit is 413 before a byte is read, a body that grows past it is 413, and a client
 that stalls mid-body (slowloris) is 408 after ``per_read_seconds`` and its connection is
-closed. Refusals are :class:`~gateway.host.errors.GatewayError`\\ s, which the route's
+closed; a body aiohttp cannot decode (a broken ``Content-Encoding`` or chunked framing) is
+400. Refusals are :class:`~gateway.host.errors.GatewayError`\\ s, which the route's
 renderer phrases for its protocol.
 """
 
@@ -15,6 +16,7 @@ import asyncio
 
 from aiohttp import web
 
+from gateway.host.client_errors import is_malformed_http, malformed_reason
 from gateway.host.errors import GatewayError
 from neuro_san.core.errors import Code
 
@@ -54,6 +56,16 @@ async def read_guarded_body(
             ) from None
         except web.HTTPRequestEntityTooLarge:  # aiohttp's own cap (client_max_size)
             raise too_large(limit) from None
+        except Exception as error:
+            if not is_malformed_http(error):
+                raise
+            # A body aiohttp cannot decode (bad gzip, broken chunks): the client's, and the
+            # rest of the stream cannot be framed.
+            request.protocol.close()
+            raise GatewayError(
+                Code.INVALID_ARGUMENT, f"the request body could not be read: {malformed_reason(error)}",
+                status=400, headers={"Connection": "close"},
+            ) from None
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)

@@ -11,8 +11,9 @@ JSON_TYPE = "application/json"
 
 
 def dumps(data: Any) -> bytes:
-    """Compact JSON, UTF-8 kept as is."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact JSON, UTF-8 kept as is. A lone surrogate (a header's byte that is not UTF-8,
+    as aiohttp decodes it, echoed into an error message) becomes "?", not a 500."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
 def json_response(status: int, body: bytes, headers: list[tuple[str, str]] | None = None) -> web.Response:

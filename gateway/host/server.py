@@ -18,6 +18,7 @@ from aiohttp import web
 
 from gateway.config import GatewayConfig
 from gateway.host.app import Host
+from gateway.host.client_errors import quiet_client_errors
 from gateway.host.connection_guard import GuardedAppRunner
 from gateway.host.frontends import FrontEndFactory
 from gateway.host.tls import channel_credentials, server_ssl_context
@@ -78,6 +79,7 @@ async def start_host(
     gRPC methods front-ends may call. ``reuse_port``: several processes share ``port``
     (SO_REUSEPORT; ``serve --workers``).
     """
+    quiet_client_errors()  # a malformed request is one WARNING line, not aiohttp's traceback
     # Certificates are read once, off the event loop.
     ssl_context = await asyncio.to_thread(server_ssl_context, config)
     credentials = await asyncio.to_thread(channel_credentials, config) if isinstance(target, str) else None

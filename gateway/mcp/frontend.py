@@ -30,6 +30,7 @@ from aiohttp import web
 import neuro_san
 from gateway.host.errors import jsonrpc_refusal
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
+from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps
 from gateway.mcp.calls import ToolCaller
 from gateway.mcp.dispatch import Call, Dispatcher
@@ -139,9 +140,9 @@ class McpFrontEnd:
         if accept and not any(kind in accept for kind in (JSON_TYPE, SSE_TYPE, "*/*", "application/*")):
             return _json(406, _error(None, INVALID_REQUEST, f"Accept must allow {JSON_TYPE} or {SSE_TYPE}"))
         try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            return _json(400, _error(None, PARSE_ERROR, "Parse error: the body is not valid JSON"))
+            body = decode_json(raw)
+        except MalformedJson as error:
+            return _json(400, _error(None, PARSE_ERROR, f"Parse error: {error}"))
         # Cancellations are matched within one session and one caller.
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The front-end names the network itself (as the REST routes' own variables win).
@@ -205,7 +206,10 @@ class McpFrontEnd:
     def _notified(self, body: dict[str, Any], kind: str, session: str) -> None:
         if kind == "notification" and body.get("method") == "notifications/cancelled":
             params = body.get("params") or {}
-            key = (session, params.get("requestId"))
+            request_id = params.get("requestId")
+            if type(request_id) not in (str, int):  # no request has such an id (an object is unhashable)
+                return
+            key = (session, request_id)
             task = self._in_flight.get(key)
             if task is not None:
                 task.cancel()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -25,7 +24,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from gateway.host.errors import bad_request
-from gateway.transcoder.marshal import INT_TYPES, MessageCodec
+from gateway.transcoder.marshal import INT_TYPES, MessageCodec, decode_body
 from gateway.transcoder.routes import Route, resolve_field_path
 from neuro_san.core.errors import clip, echo
 
@@ -73,12 +72,7 @@ class RequestBinder:
     def _bind_body_field(self, body: bytes, message: Message) -> None:
         if not body.strip():
             return
-        try:
-            value: Any = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise bad_request("request body is not valid JSON", "body", str(error)) from None
-        except RecursionError:
-            raise bad_request("request body is nested too deeply", "body") from None
+        value: Any = decode_body(body)
         data = self.codec.normalize({self._body_field: value})
         self.codec.fill(data, message)
 

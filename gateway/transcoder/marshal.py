@@ -18,7 +18,6 @@ protobuf's dump of every field name.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 
 from gateway.host.errors import GatewayError, bad_request
+from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps
 from gateway.transcoder.filler import filler_for
 from gateway.transcoder.present_fields import add_present_fields, presence_plan
@@ -215,14 +215,7 @@ class MessageCodec:
         """Decode a request body into a JSON object (empty body → ``{}``)."""
         if not raw.strip():
             return {}
-        try:
-            data = json.loads(raw)
-        except UnicodeDecodeError as error:
-            raise bad_request("request body is not UTF-8", "body", str(error)) from None
-        except json.JSONDecodeError as error:
-            raise bad_request("request body is not valid JSON", "body", str(error)) from None
-        except RecursionError:
-            raise bad_request("request body is nested too deeply", "body") from None
+        data = decode_body(raw)
         if not isinstance(data, dict):
             raise bad_request(
                 f"request body must be a JSON object, not {_type_name(data)}", "body"
@@ -346,3 +339,11 @@ def _short_parse_error(text: str) -> GatewayError:
     if "Available Fields" in reason or len(reason) > 200:
         reason = "invalid value"
     return bad_request(f"invalid value for field '{where}': {reason}", where, reason)
+
+
+def decode_body(raw: bytes) -> Any:
+    """A request body as JSON (gateway/host/json_body.py's one decoder), or 400 naming why."""
+    try:
+        return decode_json(raw)
+    except MalformedJson as error:
+        raise bad_request(f"request body is malformed: {error}", "body") from None
