@@ -1,12 +1,16 @@
 """A client that never reads a long stream is closed after the write deadline, and its chat
 is cancelled (gateway/host/connection_guard.py, ``AGENT_HTTP_WRITE_TIMEOUT_SECONDS``).
 
-The network's front man asks for several calls of a sub-agent with large arguments (a few
+REST (NDJSON and SSE): the network's front man asks for several calls of a sub-agent with large arguments (a few
 MiB of MAXIMAL journal), then every sub-agent's LLM call is held. A raw socket with a tiny
 receive buffer sends the chat and reads nothing: the server's socket fills, its writes wait
 for the socket, and after the write deadline the connection is aborted, the handler and its
 call cancelled, and so the held LLM calls are dropped (the fake LLM counts them cancelled).
 Without the deadline the server would wait on that socket for as long as the chat runs.
+
+MCP and A2A (SSE of the SDK-shaped streams): their streams carry steps in short, so the
+chat answers a few MiB at once instead; the server's last write waits for the socket and
+the connection must be aborted at the deadline, not kept open for ever.
 """
 
 from __future__ import annotations
@@ -45,7 +49,15 @@ NETWORK = {
 }
 
 
+TALKY = {
+    "tools": [{"name": "talker", "function": {"description": "Talks."}, "instructions": "Say a lot."}],
+}
+ANSWER = "y" * (2 * 1024 * 1024)  # streamed as several times this: past every socket buffer
+
+
 def _rule(request: RecordedRequest) -> Reply:
+    if "Say a lot." in json.dumps(request.messages[:1]):
+        return Reply.answer(ANSWER)
     if request.body.get("tools"):  # the front man: many large calls of its sub-agent
         return Reply.calls(*(FakeToolCall("helper", {"note": f"{n}{ARGUMENT}"}) for n in range(CALLS)))
     return Reply.hold(seconds=30.0)  # the sub-agent: in flight until cancelled
@@ -55,7 +67,8 @@ def _rule(request: RecordedRequest) -> Reply:
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
     folder: Path = tmp_path_factory.mktemp("backpressure")
     (folder / "big.hocon").write_text(json.dumps(NETWORK))
-    (folder / "manifest.hocon").write_text(json.dumps({"big.hocon": True}))
+    (folder / "talky.hocon").write_text(json.dumps(TALKY))
+    (folder / "manifest.hocon").write_text(json.dumps({"big.hocon": True, "talky.hocon": True}))
     with FakeInThread() as fake:
         fake.record = False
         fake.rule = _rule
@@ -67,11 +80,11 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServe
             yield fake, server
 
 
-def _request(path: str, body: dict[str, object], accept: str) -> bytes:
+def _request(path: str, body: dict[str, object], accept: str, extra: str = "") -> bytes:
     raw = json.dumps(body).encode()
     head = (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Accept: {accept}\r\nContent-Length: {len(raw)}\r\n\r\n"
+        f"Accept: {accept}\r\n{extra}Content-Length: {len(raw)}\r\n\r\n"
     )
     return head.encode() + raw
 
@@ -83,6 +96,14 @@ CASES = {
 }
 
 
+def _silent_client(server: ServerProcess, request: bytes) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a tiny window
+    sock.connect(("127.0.0.1", server.http_port))
+    sock.sendall(request)
+    return sock
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_client_that_never_reads_is_closed_and_its_chat_cancelled(
     rig: tuple[FakeLlmServer, ServerProcess], case: str
@@ -90,11 +111,8 @@ def test_a_client_that_never_reads_is_closed_and_its_chat_cancelled(
     fake, server = rig
     path, body, accept = CASES[case]
     cancelled_before = fake.handlers_cancelled
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a tiny window
+    sock = _silent_client(server, _request(path, body, accept))
     try:
-        sock.connect(("127.0.0.1", server.http_port))
-        sock.sendall(_request(path, body, accept))
         started = time.monotonic()
         # Reads nothing while the server writes: its held LLM calls must be dropped.
         while fake.handlers_cancelled < cancelled_before + CALLS:
@@ -107,3 +125,41 @@ def test_a_client_that_never_reads_is_closed_and_its_chat_cancelled(
     finally:
         sock.close()
     assert "AGENT_HTTP_WRITE_TIMEOUT_SECONDS" in server.log()
+
+
+def _a2a_message() -> dict[str, object]:
+    return {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}
+
+
+MCP_CALL = {"name": "talky", "arguments": {"user_message": {"text": "go"}}, "_meta": {"progressToken": 1}}
+STREAMS = {
+    "mcp-sse": _request(
+        "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": MCP_CALL},
+        "application/json, text/event-stream", "MCP-Protocol-Version: 2025-06-18\r\n",
+    ),
+    "a2a-jsonrpc-sse": _request(
+        "/a2a/talky", {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": _a2a_message()},
+        "text/event-stream", "A2A-Version: 1.0\r\n",
+    ),
+    "a2a-rest-sse": _request(
+        "/a2a/talky/rest/message:stream", _a2a_message(), "text/event-stream", "A2A-Version: 1.0\r\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(STREAMS))
+def test_a_stream_its_client_never_reads_is_closed_at_the_write_deadline(
+    rig: tuple[FakeLlmServer, ServerProcess], case: str
+) -> None:
+    _, server = rig
+    logged_before = server.log().count("AGENT_HTTP_WRITE_TIMEOUT_SECONDS")
+    sock = _silent_client(server, STREAMS[case])
+    try:
+        started = time.monotonic()
+        # Reads nothing until the server has given up on the connection.
+        while server.log().count("AGENT_HTTP_WRITE_TIMEOUT_SECONDS") == logged_before:
+            assert time.monotonic() - started < WRITE_SECONDS + 8, f"{case}: a client reading nothing was kept"
+            time.sleep(0.1)
+        assert closed_by_server(sock, 5), f"{case}: the connection stayed open"
+    finally:
+        sock.close()
