@@ -1,0 +1,103 @@
+"""A deadline on a gRPC call's request message: a call whose message never arrives ends.
+
+gRPC core starts a call when its HEADERS arrive and, for a unary request (every method
+of ours but reflection's), hands it to the handler only once its one message has come;
+until then nothing bounds it but a deadline the client itself chose. A client that sends
+HEADERS and no DATA (answering the server's keepalive pings) so holds a call, and its
+stream on the connection, for ever. gRPC core has no server option for this.
+
+So the server's unary-request handlers are served as stream-request ones (the same bytes
+on the wire: gRPC's framing does not say how many messages a method takes) whose first
+read is bounded by ``seconds``; past it the call ends with ``DEADLINE_EXCEEDED`` and one
+log line. The message then goes to the very handler as before. Streaming-request methods
+(reflection) are left alone: pauses between their messages are theirs to have. Only the
+gRPC server gets this interceptor; the gateway's in-process calls have no wire to wait on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+log = logging.getLogger(__name__)
+
+SETTING = "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS"
+
+_NO_MESSAGE = object()
+
+
+class RequestMessageDeadline(grpc.aio.ServerInterceptor):
+    """Ends a unary-request call whose request message has not arrived in ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        # One wrapped handler per handler object: the handlers are made once, at start-up.
+        self._wrapped: dict[int, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming:
+            return handler
+        known = self._wrapped.get(id(handler))
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(handler, handler_call_details.method)
+        if len(self._wrapped) < _CACHE_LIMIT:
+            self._wrapped[id(handler)] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        first = self._first_message
+        if handler.response_streaming:
+            behaviour = handler.unary_stream
+
+            async def streamed(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                request = await first(requests, context, method)
+                responses = behaviour(request, context)
+                if hasattr(responses, "__aiter__"):
+                    async for response in responses:
+                        yield response
+                elif inspect.isawaitable(responses):  # a handler writing with context.write()
+                    await responses
+
+            return grpc.stream_stream_rpc_method_handler(
+                streamed, handler.request_deserializer, handler.response_serializer
+            )
+        unary = handler.unary_unary
+
+        async def answered(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            response = unary(await first(requests, context, method), context)
+            return await response if inspect.isawaitable(response) else response
+
+        return grpc.stream_unary_rpc_method_handler(answered, handler.request_deserializer, handler.response_serializer)
+
+    async def _first_message(self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str) -> Any:
+        try:
+            async with asyncio.timeout(self.seconds):
+                request = await anext(requests, _NO_MESSAGE)
+        except TimeoutError:
+            log.info(
+                "ended a call to %s from %s: its request message did not arrive in %g s (%s)",
+                method, context.peer(), self.seconds, SETTING,
+            )
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"the request message did not arrive within {self.seconds:g} s; send it with the call",
+            )
+        if request is _NO_MESSAGE:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request message")
+        return request
+
+
+#: Handlers are per method and made once; the cap only guards against a handler factory
+#: that makes one per call.
+_CACHE_LIMIT = 1024
