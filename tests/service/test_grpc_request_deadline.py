@@ -19,6 +19,9 @@ import h2.events
 import pytest
 from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
 
+from gateway.host.connection_guard import ConnectionLimits
+from neuro_san.service.grpc_limits import GrpcConnectionLimits
+from neuro_san.service.request_deadline import SETTING
 from tests.support.servers import ServerProcess, start_server
 
 #: Takes seconds (starts a server): not in `make test-fast`.
@@ -83,3 +86,14 @@ def test_a_call_whose_request_never_arrives_is_ended() -> None:
             )
             agents = listing(concierge_pb2.ConciergeRequest(), timeout=10).agents
             assert any(agent.agent_name == "echo" for agent in agents)
+
+
+def test_the_deadline_settings_are_read_and_checked_at_start() -> None:
+    assert GrpcConnectionLimits().request_message_seconds == 30
+    assert GrpcConnectionLimits.from_env({SETTING: "2.5"}).request_message_seconds == 2.5
+    assert ConnectionLimits().write_seconds == 30
+    assert ConnectionLimits.from_env({"AGENT_HTTP_WRITE_TIMEOUT_SECONDS": "0"}).write_seconds == 0  # never
+    with pytest.raises(ValueError, match=SETTING):
+        GrpcConnectionLimits.from_env({SETTING: "soon"})
+    with pytest.raises(ValueError, match="must not be negative"):
+        ConnectionLimits.from_env({"AGENT_HTTP_WRITE_TIMEOUT_SECONDS": "-1"})
