@@ -9,9 +9,10 @@ stream on the connection, for ever. gRPC core has no server option for this.
 So the server's unary-request handlers are served as stream-request ones (the same bytes
 on the wire: gRPC's framing does not say how many messages a method takes) whose first
 read is bounded by ``seconds``; past it the call ends with ``DEADLINE_EXCEEDED`` and one
-log line. The message then goes to the very handler as before. Streaming-request methods
-(reflection) are left alone: pauses between their messages are theirs to have. Only the
-gRPC server gets this interceptor; the gateway's in-process calls have no wire to wait on.
+log line. The message then goes to the very handler as before. A streaming-request method
+(reflection) gets the same deadline on its first message only: pauses between its
+messages are its to have. Only the gRPC server gets this interceptor; the gateway's
+in-process calls have no wire to wait on.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            return handler
+        if handler is None or not _is_async(handler):
+            return handler  # a sync handler runs in grpc's thread pool: left as it is
         known = self._wrapped.get(id(handler))
         if known is not None and known[0] is handler:
             return known[1]
@@ -57,6 +58,8 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
 
     def _wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         first = self._first_message
+        if handler.request_streaming:
+            return self._wrap_streaming_request(handler, method)
         if handler.response_streaming:
             behaviour = handler.unary_stream
 
@@ -80,7 +83,42 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
 
         return grpc.stream_unary_rpc_method_handler(answered, handler.request_deserializer, handler.response_serializer)
 
-    async def _first_message(self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str) -> Any:
+    def _wrap_streaming_request(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        first = self._first_message
+
+        async def requests_from(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            request = await first(requests, context, method, ending_is_fine=True)
+            if request is _NO_MESSAGE:  # a stream of no messages is a stream
+                return
+            yield request
+            async for request in requests:
+                yield request
+
+        if handler.response_streaming:
+            both = handler.stream_stream
+
+            async def streamed(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                responses = both(requests_from(requests, context), context)
+                if hasattr(responses, "__aiter__"):
+                    async for response in responses:
+                        yield response
+                elif inspect.isawaitable(responses):
+                    await responses
+
+            return grpc.stream_stream_rpc_method_handler(
+                streamed, handler.request_deserializer, handler.response_serializer
+            )
+        gathered = handler.stream_unary
+
+        async def answered(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            response = gathered(requests_from(requests, context), context)
+            return await response if inspect.isawaitable(response) else response
+
+        return grpc.stream_unary_rpc_method_handler(answered, handler.request_deserializer, handler.response_serializer)
+
+    async def _first_message(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str, ending_is_fine: bool = False
+    ) -> Any:
         try:
             async with asyncio.timeout(self.seconds):
                 request = await anext(requests, _NO_MESSAGE)
@@ -93,9 +131,14 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"the request message did not arrive within {self.seconds:g} s; send it with the call",
             )
-        if request is _NO_MESSAGE:
+        if request is _NO_MESSAGE and not ending_is_fine:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request message")
         return request
+
+
+def _is_async(handler: grpc.RpcMethodHandler) -> bool:
+    behaviour = handler.unary_unary or handler.unary_stream or handler.stream_unary or handler.stream_stream
+    return inspect.iscoroutinefunction(behaviour) or inspect.isasyncgenfunction(behaviour)
 
 
 #: Handlers are per method and made once; the cap only guards against a handler factory

@@ -29,17 +29,18 @@ pytestmark = pytest.mark.slow
 
 REQUEST_SECONDS = 1.0
 CHAT = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
+REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 LIST = "/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List"
 
 
-def _headers_only(server: ServerProcess, within: float) -> tuple[dict[str, str], float]:
+def _headers_only(server: ServerProcess, within: float, path: str = CHAT) -> tuple[dict[str, str], float]:
     """Open a call, send no message; the trailers (or reset) the server ends it with, and when."""
     sock = socket.create_connection(("127.0.0.1", server.grpc_port), timeout=within)
     connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     connection.initiate_connection()
     stream = connection.get_next_available_stream_id()
     connection.send_headers(stream, [
-        (":method", "POST"), (":scheme", "http"), (":path", CHAT), (":authority", server.grpc_target),
+        (":method", "POST"), (":scheme", "http"), (":path", path), (":authority", server.grpc_target),
         ("content-type", "application/grpc"), ("te", "trailers"), ("agent-name", "echo"),
     ])
     sock.sendall(connection.data_to_send())
@@ -72,6 +73,9 @@ def test_a_call_whose_request_never_arrives_is_ended() -> None:
         assert ended.get("grpc-status") == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), ended
         assert REQUEST_SECONDS - 0.2 < after < REQUEST_SECONDS + 3
         assert "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS" in server.log()
+        # A streaming-request method (reflection): its first message has the same deadline.
+        ended, after = _headers_only(server, REQUEST_SECONDS + 5, REFLECTION)
+        assert ended.get("grpc-status") == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), ended
         # A client that sends its message is served as ever, streaming and unary.
         with grpc.insecure_channel(server.grpc_target) as channel:
             chat = channel.unary_stream(
@@ -86,6 +90,7 @@ def test_a_call_whose_request_never_arrives_is_ended() -> None:
             )
             agents = listing(concierge_pb2.ConciergeRequest(), timeout=10).agents
             assert any(agent.agent_name == "echo" for agent in agents)
+        # (Reflection served as ever: tests/service/test_grpc_service.py lists and describes with grpcurl.)
 
 
 def test_the_deadline_settings_are_read_and_checked_at_start() -> None:
