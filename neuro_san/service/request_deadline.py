@@ -18,16 +18,19 @@ in-process calls have no wire to wait on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 
 log = logging.getLogger(__name__)
 
 SETTING = "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS"
+
+Context: TypeAlias = grpc.aio.ServicerContext
 
 _NO_MESSAGE = object()
 
@@ -57,31 +60,60 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
         return wrapped
 
     def _wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
-        first = self._first_message
         if handler.request_streaming:
             return self._wrap_streaming_request(handler, method)
+        receive = self._receive
         if handler.response_streaming:
             behaviour = handler.unary_stream
+            if inspect.isasyncgenfunction(behaviour):
 
-            async def streamed(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                request = await first(requests, context, method)
-                responses = behaviour(request, context)
-                if hasattr(responses, "__aiter__"):
-                    async for response in responses:
-                        yield response
-                elif inspect.isawaitable(responses):  # a handler writing with context.write()
-                    await responses
+                async def streamed(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+                    request = await receive(requests, context, method)
+                    if request is not _NO_MESSAGE:
+                        async for response in behaviour(request, context):
+                            yield response
+
+                return grpc.stream_stream_rpc_method_handler(
+                    streamed, handler.request_deserializer, handler.response_serializer
+                )
+
+            async def written(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> None:
+                request = await receive(requests, context, method)  # a handler writing with context.write()
+                if request is not _NO_MESSAGE:
+                    await behaviour(request, context)
 
             return grpc.stream_stream_rpc_method_handler(
-                streamed, handler.request_deserializer, handler.response_serializer
+                written, handler.request_deserializer, handler.response_serializer
             )
         unary = handler.unary_unary
 
         async def answered(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-            response = unary(await first(requests, context, method), context)
-            return await response if inspect.isawaitable(response) else response
+            request = await receive(requests, context, method)
+            return None if request is _NO_MESSAGE else await unary(request, context)
 
         return grpc.stream_unary_rpc_method_handler(answered, handler.request_deserializer, handler.response_serializer)
+
+    async def _receive(self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str) -> Any:
+        """The one request message, or _NO_MESSAGE once the call has been ended without it.
+        A plain timer rather than ``asyncio.timeout``: this runs on every call."""
+        timer = asyncio.get_running_loop().call_later(self.seconds, self._no_message, context, method)
+        try:
+            request = await anext(requests, _NO_MESSAGE)
+        finally:
+            timer.cancel()
+        if request is _NO_MESSAGE and not context.done():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request message")
+        return request
+
+    def _no_message(self, context: grpc.aio.ServicerContext, method: str) -> None:
+        log.info(
+            "ended a call to %s from %s: its request message did not arrive in %g s (%s)",
+            method, context.peer(), self.seconds, SETTING,
+        )
+        # The status ends the call, and so the read waiting for the message (it sees none).
+        aborting = asyncio.ensure_future(_abort(context, self.seconds))
+        _ABORTING.add(aborting)
+        aborting.add_done_callback(_ABORTING.discard)
 
     def _wrap_streaming_request(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
         first = self._first_message
@@ -140,6 +172,17 @@ def _is_async(handler: grpc.RpcMethodHandler) -> bool:
     behaviour = handler.unary_unary or handler.unary_stream or handler.stream_unary or handler.stream_stream
     return inspect.iscoroutinefunction(behaviour) or inspect.isasyncgenfunction(behaviour)
 
+
+async def _abort(context: grpc.aio.ServicerContext, seconds: float) -> None:
+    with contextlib.suppress(grpc.aio.AbortError, grpc.aio.UsageError):
+        await context.abort(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            f"the request message did not arrive within {seconds:g} s; send it with the call",
+        )
+
+
+#: Aborts under way (a task must be referenced until it is done).
+_ABORTING: set[asyncio.Future[None]] = set()
 
 #: Handlers are per method and made once; the cap only guards against a handler factory
 #: that makes one per call.
