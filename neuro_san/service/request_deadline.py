@@ -12,7 +12,9 @@ read is bounded by ``seconds``; past it the call ends with ``DEADLINE_EXCEEDED``
 log line. The message then goes to the very handler as before. A streaming-request method
 (reflection) gets the same deadline on its first message only: pauses between its
 messages are its to have. Only the gRPC server gets this interceptor; the gateway's
-in-process calls have no wire to wait on.
+in-process calls have no wire to wait on. Sync handlers (run in gRPC's thread pool) are
+left as they are: ours are all async. A client that ends its call without a message gets
+``INVALID_ARGUMENT``. ``AGENT_GRPC_REQUEST_TIMEOUT_SECONDS=0`` installs no interceptor.
 """
 
 from __future__ import annotations
