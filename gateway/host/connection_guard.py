@@ -11,6 +11,14 @@ out of file descriptors. Here, per connection:
 - ``idle_seconds``: a connection with no request in progress and no bytes pending is
   closed after this long (aiohttp's keep-alive timeout, also applied to a connection that
   never sends anything).
+- ``write_seconds``: a response write that cannot reach the socket for this long (the
+  client stopped reading: the transport's buffer stays over its high-water mark) closes
+  the connection at once (an abort: a plain close would wait for the unsent bytes). The
+  handler is then cancelled (``handler_cancellation``), and with it the chat behind the
+  response, its gRPC or in-process call and so its LLM calls. Every streamed write of
+  every front-end waits for the socket (aiohttp's ``StreamResponse.write`` drains), so
+  a client that never reads holds at most a socket's buffers, for at most this long.
+  0: never.
 - ``max_connections`` / ``max_connections_per_address``: past either cap a new connection
   gets an immediate ``503`` with ``Retry-After`` and ``Connection: close`` (a clean
   refusal a client can act on, never a hang); 0 turns a cap off.
@@ -45,6 +53,7 @@ class ConnectionLimits:
     body_read_seconds: float = 30.0
     body_total_seconds: float = 60.0
     idle_seconds: float = 75.0
+    write_seconds: float = 30.0
     max_connections: int = 10_000
     max_connections_per_address: int = 1_000
 
@@ -62,6 +71,7 @@ _ENV_SETTINGS: tuple[tuple[str, str, type], ...] = (
     ("AGENT_HTTP_BODY_READ_TIMEOUT_SECONDS", "body_read_seconds", float),
     ("AGENT_HTTP_BODY_TOTAL_TIMEOUT_SECONDS", "body_total_seconds", float),
     ("AGENT_HTTP_IDLE_TIMEOUT_SECONDS", "idle_seconds", float),
+    ("AGENT_HTTP_WRITE_TIMEOUT_SECONDS", "write_seconds", float),
     ("AGENT_HTTP_MAX_CONNECTIONS", "max_connections", int),
     ("AGENT_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "max_connections_per_address", int),
 )
@@ -117,6 +127,7 @@ class _GuardedRequestHandler(RequestHandler):
         self._address: str | None = None
         self._refused = False
         self._header_deadline: asyncio.TimerHandle | None = None
+        self._write_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -138,6 +149,7 @@ class _GuardedRequestHandler(RequestHandler):
         if self._refused:
             return
         self._cancel_header_deadline()
+        self._cancel_write_deadline()
         if self._address is not None:
             self._counter.release(self._address)
             self._address = None
@@ -160,6 +172,38 @@ class _GuardedRequestHandler(RequestHandler):
             # which the parser keeps: its headers get the deadline too, not the idle one.
             if _ends_inside_a_request(data, self._messages[-1]):
                 self._arm_header_deadline()
+
+    def pause_writing(self) -> None:
+        # The transport's buffer is over its high-water mark: the client is not reading
+        # (aiohttp's writer now waits in drain()). Resumed in time, nothing happens.
+        super().pause_writing()
+        seconds = self._counter.limits.write_seconds
+        if seconds > 0 and self._write_deadline is None:
+            self._write_deadline = self._loop.call_later(seconds, self._write_too_slow)
+
+    def resume_writing(self) -> None:
+        self._cancel_write_deadline()
+        super().resume_writing()
+
+    def _cancel_write_deadline(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_too_slow(self) -> None:
+        self._write_deadline = None
+        transport = self.transport
+        if transport is None or not self.writing_paused:
+            return
+        log.info(
+            "closed a connection from %s: the client read nothing of its response for %g s"
+            " (AGENT_HTTP_WRITE_TIMEOUT_SECONDS); its call is cancelled",
+            self._address, self._counter.limits.write_seconds,
+        )
+        # abort(), not close(): close() would wait for the buffered bytes the client never
+        # takes. connection_lost follows, which fails the pending drain and cancels the
+        # handler (and so its call).
+        transport.abort()
 
     def _reading_a_body(self) -> bool:
         request = self._current_request

@@ -14,6 +14,9 @@ still there for two hours. These are the server options that bound that, read fr
 - ``max_connection_age_seconds`` (+ ``..._grace``): connections are recycled after this
   long, letting calls in flight finish within the grace. 0 (default): never, because a
   chat can last longer than any grace that would not cut it.
+- ``request_message_seconds``: a unary-request call whose request message has not arrived
+  this long after its headers ends with ``DEADLINE_EXCEEDED`` (a server interceptor,
+  :mod:`neuro_san.service.request_deadline`: gRPC core has no option for it). 0: never.
 - ``max_concurrent_streams``: calls at once on one connection (more wait on the client).
   0 (default): gRPC's own (no cap), because the standalone gateway carries all its HTTP
   clients' chats on one connection; per-caller limits belong to the rate limiter.
@@ -38,6 +41,7 @@ class GrpcConnectionLimits:
     max_connection_age_seconds: float = 0.0
     max_connection_age_grace_seconds: float = 300.0
     max_concurrent_streams: int = 0
+    request_message_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> GrpcConnectionLimits:
@@ -70,4 +74,5 @@ _ENV_SETTINGS = (
     ("AGENT_GRPC_MAX_CONNECTION_AGE_SECONDS", "max_connection_age_seconds"),
     ("AGENT_GRPC_MAX_CONNECTION_AGE_GRACE_SECONDS", "max_connection_age_grace_seconds"),
     ("AGENT_GRPC_MAX_CONCURRENT_STREAMS", "max_concurrent_streams"),
+    ("AGENT_GRPC_REQUEST_TIMEOUT_SECONDS", "request_message_seconds"),
 )

@@ -46,6 +46,7 @@ from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PRIVATE, PrometheusTelemetry
 from neuro_san.service.oauth import JwtVerifier
+from neuro_san.service.request_deadline import RequestMessageDeadline
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +238,10 @@ class AgentServer:
             return None
         return PRIVATE if self.config.access.enabled and not spec.public else name
 
+    def _interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        seconds = self.config.connection_limits.request_message_seconds
+        return [RequestMessageDeadline(seconds)] if seconds > 0 else []
+
     async def start(self) -> int:
         limit = self.config.max_message_bytes
         server = grpc.aio.server(
@@ -251,7 +256,8 @@ class AgentServer:
                 ("grpc.server.max_pending_requests", PENDING_CALLS),
                 ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
                 *self.config.connection_limits.server_options(),
-            ]
+            ],
+            interceptors=self._interceptors(),
         )
         access = self.config.access
         router = AgentRouter(
