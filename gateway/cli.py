@@ -18,6 +18,7 @@ from pathlib import Path
 from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.host.tls import TlsConfigError
 from gateway.playground.switch import add_argument as add_playground_argument
+from neuro_san.core.env_settings import env_flag
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.internal_metadata import load_shared_token
 
@@ -104,7 +105,7 @@ def add_http_tls_arguments(parser: argparse.ArgumentParser, description: str | N
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(os.environ, name, False)
 
 
 def _path(value: str | None) -> Path | None:

@@ -7,14 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from neuro_san.core.env_settings import env_flag
+
 A2A_ENABLE_ENV = "AGENT_A2A_ENABLE"
 
 
 def a2a_enabled(env: Mapping[str, str] | None = None) -> bool:
-    """``AGENT_A2A_ENABLE``: ``true`` (the default) or ``false``; anything else is refused,
+    """``AGENT_A2A_ENABLE``: on unless switched off; anything that is not a switch is refused,
     since a misspelt "off" must not leave A2A served."""
-    raw = (os.environ if env is None else env).get(A2A_ENABLE_ENV, "true")
-    value = raw.strip().lower() or "true"
-    if value not in ("true", "false"):
-        raise ValueError(f"{A2A_ENABLE_ENV} must be true or false, not {raw!r}")
-    return value == "true"
+    return env_flag(os.environ if env is None else env, A2A_ENABLE_ENV, True)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 
+from neuro_san.core.env_settings import env_flag
+
 MCP_PATH = "/mcp"
 
 
 def mcp_enabled(env: dict[str, str] | None = None) -> bool:
-    """``AGENT_MCP_ENABLE``: on unless set to something other than ``true`` (as neuro-san)."""
-    value = (os.environ if env is None else env).get("AGENT_MCP_ENABLE", "true")
-    return value.strip().lower() == "true"
+    """``AGENT_MCP_ENABLE``: on unless switched off; a value that is not a switch is refused
+    at start (neuro-san reads anything but ``true`` as off, so a typo hid /mcp silently)."""
+    return env_flag(os.environ if env is None else env, "AGENT_MCP_ENABLE", True)

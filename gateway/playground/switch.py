@@ -6,9 +6,9 @@ import argparse
 import os
 from collections.abc import Mapping
 
+from neuro_san.core.env_settings import env_flag
+
 ENV_VAR = "AGENT_PLAYGROUND"
-_OFF = frozenset({"0", "false", "no", "off"})
-_ON = frozenset({"", "1", "true", "yes", "on"})
 
 
 def add_argument(parser: argparse.ArgumentParser) -> None:
@@ -27,9 +27,4 @@ def playground_enabled(no_playground_flag: bool = False, env: Mapping[str, str] 
     """
     if no_playground_flag:
         return False
-    value = (os.environ if env is None else env).get(ENV_VAR, "").strip().lower()
-    if value in _OFF:
-        return False
-    if value in _ON:
-        return True
-    raise ValueError(f"{ENV_VAR}={value!r}: use 1 (serve the playground) or 0 (do not)")
+    return env_flag(os.environ if env is None else env, ENV_VAR, True)
