@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
-from neuro_san.core.env_settings import env_number
+from neuro_san.core.env_settings import env_flag, env_number
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.oauth_settings import OAuthSettings
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
@@ -151,7 +151,7 @@ class ServerConfig:
             tls_cert=_env_path("AGENT_TLS_CERT_FILE"),
             tls_key=_env_path("AGENT_TLS_KEY_FILE"),
             tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
-            tracing=env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry", "on", "true", "1"),
+            tracing=_tracing(env),
             connection_limits=GrpcConnectionLimits.from_env(env),
             rate_limits=CallerLimits.from_env(env),
             max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
@@ -343,6 +343,13 @@ class AgentServer:
     async def wait(self) -> None:
         if self._server is not None:
             await self._server.wait_for_termination()
+
+
+def _tracing(env: Mapping[str, str]) -> bool:
+    """``AGENT_TRACING``: ``otel`` (or ``opentelemetry``), or a switch; anything else is refused."""
+    if env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry"):
+        return True
+    return env_flag(env, "AGENT_TRACING", False)
 
 
 def _with_tracing(metrics: Telemetry) -> Telemetry:
