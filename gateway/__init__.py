@@ -12,7 +12,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import GatewayConfig
+from gateway.host.config import GatewayConfig
 
 if TYPE_CHECKING:
     from gateway.composition import start_gateway

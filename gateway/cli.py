@@ -15,7 +15,7 @@ import signal
 import ssl
 from pathlib import Path
 
-from gateway.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
+from gateway.host.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.host.tls import TlsConfigError
 from gateway.playground.switch import add_argument as add_playground_argument
 from neuro_san.core.env_settings import env_flag

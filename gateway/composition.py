@@ -20,8 +20,8 @@ from gateway.a2a.card_http import CardSettings
 from gateway.a2a.push_policy import allowed_networks
 from gateway.a2a.push_signing import signer_from_env
 from gateway.a2a.switch import a2a_enabled
-from gateway.config import GatewayConfig
 from gateway.host.bearer import oauth_frontends
+from gateway.host.config import GatewayConfig
 from gateway.host.frontends import FrontEndFactory
 from gateway.host.server import GatewayHandle, start_host
 from gateway.invokers.interface import Invoker, methods_of

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 
 from aiohttp import web
 
-from gateway.config import GatewayConfig
 from gateway.host.allowed_hosts import SETTING as ALLOWED_HOSTS_SETTING
 from gateway.host.body import read_guarded_body
+from gateway.host.config import GatewayConfig
 from gateway.host.errors import GatewayError, status_refusal
 from gateway.host.frontends import FrontEnd, FrontEndContext, FrontEndFactory, FrontEndRoute, RefusalRenderer
 from gateway.host.health import probe

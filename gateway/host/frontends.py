@@ -39,7 +39,7 @@ from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
 from neuro_san.core.internal_metadata import CLIENT_ADDRESS_KEY
 
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+    from gateway.host.config import GatewayConfig
     from gateway.host.metadata import HeaderMapper
     from gateway.invokers.interface import Invoker, MethodRef
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import grpc
 from aiohttp import web
 
-from gateway.config import GatewayConfig
 from gateway.host.app import Host
 from gateway.host.client_errors import quiet_client_errors
+from gateway.host.config import GatewayConfig
 from gateway.host.connection_guard import GuardedAppRunner
 from gateway.host.frontends import FrontEndFactory
 from gateway.host.tls import channel_credentials, server_ssl_context

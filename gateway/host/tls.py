@@ -13,7 +13,7 @@ from pathlib import Path
 
 import grpc
 
-from gateway.config import GatewayConfig
+from gateway.host.config import GatewayConfig
 
 
 class TlsConfigError(ValueError):

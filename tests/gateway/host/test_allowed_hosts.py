@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from gateway.composition import protocol_frontends
-from gateway.config import GatewayConfig
 from gateway.host.allowed_hosts import AllowedHosts
 from gateway.host.app import Host
+from gateway.host.config import GatewayConfig
 from gateway.host.frontends import FrontEndRoute
 from gateway.invokers.inprocess import InProcessInvoker
 from gateway.invokers.interface import methods_of

@@ -16,7 +16,7 @@ from aiohttp import web
 from neuro_san.api.grpc import agent_pb2
 
 from gateway.composition import start_gateway
-from gateway.config import GatewayConfig
+from gateway.host.config import GatewayConfig
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.responses import dumps, json_response
 from neuro_san.service.server import AgentServer, ServerConfig

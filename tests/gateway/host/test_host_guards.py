@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from gateway.composition import protocol_frontends
-from gateway.config import GatewayConfig
 from gateway.host.app import Host
+from gateway.host.config import GatewayConfig
 from gateway.host.frontends import FrontEndRoute
 from gateway.invokers.inprocess import InProcessInvoker
 from gateway.invokers.interface import methods_of
