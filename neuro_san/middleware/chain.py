@@ -8,13 +8,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
 from neuro_san.middleware.checklist import ChecklistMiddleware
-from neuro_san.middleware.config import (
-    MiddlewareConfig,
-    NetworkCopySettings,
-    PiiSettings,
-    SummarizationSettings,
-    ToolSelectionSettings,
-)
 from neuro_san.middleware.designer_definition import DefinitionMiddleware
 from neuro_san.middleware.designer_persistence import PersistenceMiddleware
 from neuro_san.middleware.designer_validation import InstructionsValidationMiddleware, StructureValidationMiddleware
@@ -30,7 +23,16 @@ from neuro_san.middleware.memory import PersistentMemoryMiddleware
 from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
 from neuro_san.middleware.skills import SkillsMiddleware
-from neuro_san.middleware.studio_config import (
+from neuro_san.middleware.summarization import SummarizationMiddleware, summarised_context
+from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
+from neuro_san.network.middleware_config import (
+    MiddlewareConfig,
+    NetworkCopySettings,
+    PiiSettings,
+    SummarizationSettings,
+    ToolSelectionSettings,
+)
+from neuro_san.network.studio_config import (
     ChecklistSettings,
     DesignerDefinitionSettings,
     DesignerPersistenceSettings,
@@ -38,11 +40,9 @@ from neuro_san.middleware.studio_config import (
     MemorySettings,
     SkillsSettings,
 )
-from neuro_san.middleware.summarization import SummarizationMiddleware
-from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
 
 if TYPE_CHECKING:
-    from neuro_san.core.messages import OriginPath
+    from neuro_san.core.messages import ChatContext, OriginPath
     from neuro_san.network.spec import AgentSpec
     from neuro_san.runtime.context import RequestContext
 
@@ -163,3 +163,12 @@ def middleware_chain(ctx: RequestContext, agent: AgentSpec, origin: OriginPath) 
         return None
     invocation = Invocation(ctx, agent, origin)
     return MiddlewareChain([_instance(config, invocation) for config in agent.middleware], agent.name)
+
+
+def rewritten_context(
+    ctx: RequestContext, origin: OriginPath, answer: str, max_messages: int | None
+) -> ChatContext | None:
+    """The chat_context to return when a middleware rewrote this agent's conversation
+    (summarisation's ``keep_summary_in_context``); None when none did. The runtime reaches
+    middleware only through this module, so which middleware rewrites stays in here."""
+    return summarised_context(ctx, origin, answer, max_messages)

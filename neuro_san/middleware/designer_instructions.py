@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.middleware.designer_files import DEMO_SENTENCE, FRONT_MAN_LINES, PREFIX_OPENING, PREFIX_RULES
-from neuro_san.network.errors import NetworkLoadError
 from neuro_san.network.files import read_document
 
 log = logging.getLogger(__name__)

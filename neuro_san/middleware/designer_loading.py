@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.middleware.designer_files import DEFAULT_REGISTRIES
-from neuro_san.network.errors import NetworkLoadError
 from neuro_san.network.files import read_document
 from neuro_san.reservations.store import ReservationStore
 

@@ -44,7 +44,7 @@ from neuro_san.middleware.designer_validation import (
     shape_errors,
 )
 from neuro_san.middleware.interface import AgentMiddleware, Invocation
-from neuro_san.middleware.studio_config import DesignerPersistenceSettings
+from neuro_san.network.studio_config import DesignerPersistenceSettings
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.middleware.designer_files import (
     DEFAULT_FRONT_DESCRIPTION,
     DEMO_SENTENCE,
@@ -33,7 +34,6 @@ from neuro_san.middleware.designer_files import (
     clean_text,
     instructions_prefix,
 )
-from neuro_san.network.errors import NetworkLoadError
 from neuro_san.network.files import read_document
 from neuro_san.reservations.reservationist import StoreReservationist
 from neuro_san.reservations.store import ReservationError, ReservationStore

@@ -26,7 +26,7 @@ from neuro_san.llm.interface import LlmMessage, ToolSpec
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, MiddlewareTool
 from neuro_san.middleware.memory_mem0 import Mem0TopicStore
 from neuro_san.middleware.memory_store import JsonTopicStore, MarkdownTopicStore, MemoryBackendError, MemoryStore
-from neuro_san.middleware.studio_config import MemorySettings
+from neuro_san.network.studio_config import MemorySettings
 
 log = logging.getLogger(__name__)
 

@@ -15,86 +15,32 @@ require protobuf below 7, which this server's generated code cannot run with. It
 constructor checks the key with a blocking request (``/v1/ping/``), so it is built in a
 worker thread, once per key, host and event loop.
 
-Load-time checks (``mem0_settings``) refuse the backend with the reason when the package
-is missing or of another version, or when ``MEM0_API_KEY`` is unset (studio fails at the
-first tool call instead). ``MEM0_HOST`` (this server's addition) points the client at
-another Mem0 Platform address.
+Load-time checks (:mod:`neuro_san.network.mem0_settings`, read when a network loads) refuse
+the backend with the reason when the package is missing or of another version, or when
+``MEM0_API_KEY`` is unset (studio fails at the first tool call instead). ``MEM0_HOST``
+(this server's addition) points the client at another Mem0 Platform address.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
-import importlib.util
-import re
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 from neuro_san.middleware.memory_store import MemoryBackendError, keyed_lock, safe_segment
 
+# The settings are read at network load, below this package; the names stay importable here.
+from neuro_san.network.mem0_settings import SUPPORTED_TEXT, Mem0Settings
+
+__all__ = ["SUPPORTED_TEXT", "Mem0Settings", "Mem0TopicStore"]
+
 T = TypeVar("T")
 
-#: The mem0ai versions whose ``AsyncMemoryClient`` this store speaks to (and that install
-#: beside protobuf 7): the ``mem0`` extra of this package.
-SUPPORTED_VERSIONS = ((0, 1, 109), (0, 1, 116))
-SUPPORTED_TEXT = "mem0ai>=0.1.109,<0.1.116"
-INSTALL_HINT = "pip install 'neuro-san-grpc[mem0]'"
-DEFAULT_USER = "default_user"
 #: Mem0's search needs a query; with the threshold at 0 any text returns every match.
 _ANY = "memory content"
 #: The Platform's cap on ``top_k``: a list of more topics than this comes back cut short.
 _LIST_LIMIT = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Mem0Settings:
-    """What the backend reads from the server's environment at load."""
-
-    api_key: str = field(repr=False)
-    #: The Mem0 Platform's address (``MEM0_HOST``); None: the client's own default.
-    host: str | None
-    #: ``MEM0_DEFAULT_USER_ID``, or ``default_user``: the user when sly_data names none.
-    default_user: str
-
-
-class Mem0Unavailable(Exception):
-    """The mem0 backend cannot be served here; ``str(error)`` says why."""
-
-
-def _release(version: str) -> tuple[int, ...] | None:
-    match = re.match(r"(\d+)\.(\d+)\.(\d+)$", version)
-    return tuple(int(part) for part in match.groups()) if match else None
-
-
-def mem0_settings(env: Mapping[str, str]) -> Mem0Settings:
-    """The backend's settings, or :class:`Mem0Unavailable` with the reason it is refused."""
-    try:
-        importable = importlib.util.find_spec("mem0") is not None
-    except (ImportError, ValueError):
-        importable = False
-    if not importable:
-        raise Mem0Unavailable(f"the mem0 backend needs the mem0ai package, which is not installed ({INSTALL_HINT})")
-    try:
-        version = importlib.metadata.version("mem0ai")
-    except importlib.metadata.PackageNotFoundError:
-        raise Mem0Unavailable("a 'mem0' module is importable but the mem0ai package is not installed") from None
-    release = _release(version)
-    low, high = SUPPORTED_VERSIONS
-    if release is None or not low <= release < high:
-        raise Mem0Unavailable(
-            f"mem0ai {version} is installed; the mem0 backend works with {SUPPORTED_TEXT} (later versions need "
-            f"protobuf below 7, which this server cannot run with): {INSTALL_HINT}"
-        )
-    api_key = env.get("MEM0_API_KEY", "").strip()
-    if not api_key:
-        raise Mem0Unavailable("the mem0 backend needs MEM0_API_KEY (a Mem0 Platform API key) in the environment")
-    host = env.get("MEM0_HOST", "").strip().rstrip("/") or None
-    if host is not None and not host.startswith(("http://", "https://")):
-        raise Mem0Unavailable(f"MEM0_HOST must be an http(s) URL, not {host!r}")
-    default_user = env.get("MEM0_DEFAULT_USER_ID", "").strip() or DEFAULT_USER
-    return Mem0Settings(api_key=api_key, host=host, default_user=default_user)
 
 
 class _ClientSlot:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlparse
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse
-from neuro_san.middleware.config import PiiSettings
 from neuro_san.middleware.interface import AgentMiddleware, AgentStopped, Invocation, ModelTurn
+from neuro_san.network.middleware_config import PiiSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from neuro_san.core.messages import ChatContext, ChatHistory, ChatMessage, MessageType, OriginPath
 from neuro_san.llm.interface import LlmMessage
-from neuro_san.middleware.config import SummarizationSettings, Threshold
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, ModelTurn
+from neuro_san.network.middleware_config import SummarizationSettings, Threshold
 
 if TYPE_CHECKING:
     from neuro_san.runtime.context import RequestContext

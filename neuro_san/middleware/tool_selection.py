@@ -25,9 +25,9 @@ from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.messages import MessageType
 from neuro_san.llm.errors import LlmError
 from neuro_san.llm.interface import LlmMessage, Model, ModelResponse
-from neuro_san.middleware.config import ToolSelectionSettings
+from neuro_san.llm.structure import extract_json_object
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, ModelTurn
-from neuro_san.runtime.structure import extract_json_object
+from neuro_san.network.middleware_config import ToolSelectionSettings
 
 log = logging.getLogger(__name__)
 

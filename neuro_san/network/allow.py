@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.network.spec import AllowRules, SlyDataRule
 
 logger = logging.getLogger(__name__)

@@ -22,12 +22,13 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.core.load_errors import NetworkFaults, NetworkLoadError, type_name
 from neuro_san.core.mappings import deep_merge
-from neuro_san.middleware.config import MiddlewareConfig, parse_middleware
 from neuro_san.network.a2a_refs import a2a_url, is_a2a_ref, ref_from_dict
 from neuro_san.network.allow import parse_allow
-from neuro_san.network.errors import NetworkFaults, NetworkLoadError, type_name
+from neuro_san.network.files import read_document
 from neuro_san.network.mcp_refs import McpServerRef, is_mcp_url, parse_mcp_dict
+from neuro_san.network.middleware_config import MiddlewareConfig, parse_middleware
 from neuro_san.network.parameters import parameters_faults
 from neuro_san.network.spec import EMPTY, AgentSpec, NetworkSpec, is_external_ref
 from neuro_san.network.upstream_keys import error_handling, refuse_unsupported_keys
@@ -122,7 +123,8 @@ def _build(document: Any, file: str, name: str, public: bool, faults: list[Netwo
     if not isinstance(raw_agents, list) or not raw_agents:
         raise check.fail("tools", "must be a non-empty list of agents, the front man first")
     refuse_unsupported_keys(document, file)
-    raw_agents = expand_toolbox_agents(raw_agents, document, file)  # toolbox agents become coded tools
+    # Toolbox agents become coded tools; the toolbox file is read as network files are.
+    raw_agents = expand_toolbox_agents(raw_agents, document, file, read_document)
 
     network_llm = check.optional_dict(document.get("llm_config"), "llm_config") or {}
     metadata = check.optional_dict(document.get("metadata"), "metadata")

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.core.load_errors import NetworkLoadError, type_name
 
 #: Stop a self-growing definition (``a = "x{a}"``) instead of looping forever.
 MAX_PASSES = 20

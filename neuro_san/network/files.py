@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.includes import resolve_includes
 from neuro_san.network.parse_cache import cache_dir, parse_cached
 

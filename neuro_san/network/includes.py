@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 
 #: After ``include``: ``"path"``, ``file("path")``, ``required("path")`` or
 #: ``required(file("path"))``; ``url(…)``/``classpath(…)``/``package(…)`` are left alone.

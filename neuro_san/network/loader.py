@@ -14,11 +14,11 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from neuro_san.core.load_errors import NetworkFaults, NetworkLoadError, type_name
 from neuro_san.llm.checks import llm_config_problem  # the LLM layer's own rules
 from neuro_san.network.builder import build_network
 from neuro_san.network.coded_refs import coded_tool_problem
 from neuro_san.network.commondefs import apply_commondefs
-from neuro_san.network.errors import NetworkFaults, NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
 from neuro_san.network.spec import NetworkSpec
 

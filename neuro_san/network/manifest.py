@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
 from neuro_san.network.mcp_tools import McpSetting, parse_mcp_setting
 from neuro_san.periodic.config import Interaction, parse_periodic

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 
 #: Arguments whose values neuro-san replaces with framework objects when the key is
 #: present. The native implementations need none of them, so asking is harmless.

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.middleware.args import MiddlewareArgs as _Args
-from neuro_san.middleware.studio_config import (
+from neuro_san.core.load_errors import NetworkLoadError, type_name
+from neuro_san.network.middleware_args import MiddlewareArgs as _Args
+from neuro_san.network.studio_config import (
     PERSISTENCE_CLASS,
     STUDIO_CLASSES,
     StudioSettings,
     parse_studio,
 )
-from neuro_san.middleware.studio_config import REFUSED as STUDIO_REFUSED
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.network.studio_config import REFUSED as STUDIO_REFUSED
 
 PII_CLASSES = frozenset(
     {"langchain.agents.middleware.PIIMiddleware", "langchain.agents.middleware.pii.PIIMiddleware"}

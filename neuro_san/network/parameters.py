@@ -16,8 +16,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.llm.schema import TYPE_ALIASES, tool_parameters_schema
-from neuro_san.network.errors import NetworkLoadError
 
 #: Type names that mean "no type" and that the normaliser's dropping serves as meant
 #: (LangChain-era files write ``any``); not faults.

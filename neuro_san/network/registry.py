@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import neuro_san
-from neuro_san.network.errors import NetworkLoadError, faults_of
+from neuro_san.core.load_errors import NetworkLoadError, faults_of
 from neuro_san.network.files import HOCON_SUFFIXES
 from neuro_san.network.includes import included_files
 from neuro_san.network.loader import load_network, unserved_network_faults

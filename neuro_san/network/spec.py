@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from neuro_san.middleware.config import MiddlewareConfig
+    from neuro_san.network.middleware_config import MiddlewareConfig
 
 from neuro_san.network.mcp_refs import McpServerRef
 from neuro_san.network.mcp_tools import McpSetting

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.middleware.args import MiddlewareArgs
-from neuro_san.middleware.memory_mem0 import Mem0Settings, Mem0Unavailable, mem0_settings
+from neuro_san.network.mem0_settings import Mem0Settings, Mem0Unavailable, mem0_settings
+from neuro_san.network.middleware_args import MiddlewareArgs
 
 MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
 CHECKLIST_CLASS = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 
 
 def refuse_unsupported_keys(document: Mapping[str, Any], file: str) -> None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.coded_refs import BUNDLED_TOOLS
-from neuro_san.network.errors import NetworkLoadError
 from neuro_san.network.files import read_document
 from neuro_san.network.loader import agent_positions, inspect_network, unserved_network_faults
 from neuro_san.network.manifest import Manifest, looks_like_manifest, network_name, parse_manifest, read_manifest

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.periodic.cron import CronError, Schedule, parse_cron
 
 DEFAULT_SCHEDULE = "*/1 * * * * 0"

@@ -22,7 +22,8 @@ from neuro_san.core.messages import (
 from neuro_san.core.telemetry import NO_TELEMETRY, Telemetry
 from neuro_san.llm.byok import take_llm_keys
 from neuro_san.llm.interface import ModelFactory
-from neuro_san.middleware.summarization import summarised_context
+from neuro_san.llm.structure import extract_json_object
+from neuro_san.middleware.chain import rewritten_context
 from neuro_san.network.connectivity import connectivity_tools, reported_as_agent
 from neuro_san.network.mcp_tools import tool_names
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
@@ -35,7 +36,6 @@ from neuro_san.runtime.external import ExternalAgents, RemoteFactory
 from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
 from neuro_san.runtime.mcp_tools import McpClients
 from neuro_san.runtime.signing import ContextSigner
-from neuro_san.runtime.structure import extract_json_object
 from neuro_san.runtime.tool_binding import AgentToolBinder
 from neuro_san.runtime.transcript import front_man_transcript
 from neuro_san.runtime.usage_report import request_usage
@@ -275,7 +275,7 @@ class NetworkHost:
         if "json" in front.structure_formats:
             structure, text = extract_json_object(answer)
         sly_out = front.allow.to_upstream.apply(ctx.sly_data)
-        context = summarised_context(ctx, origin, answer, front.max_message_history) or next_context(
+        context = rewritten_context(ctx, origin, answer, front.max_message_history) or next_context(
             prior, origin, request.user_text, answer, front.max_message_history, transcript.tool_results
         )
         if self._signer is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuro_san.network.errors import NetworkLoadError, type_name
+from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.network.files import read_document
 
 log = logging.getLogger(__name__)

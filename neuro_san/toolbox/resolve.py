@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.core.mappings import deep_merge
-from neuro_san.network.errors import NetworkLoadError, type_name
-from neuro_san.network.files import read_document
 from neuro_san.toolbox.defaults import DEFAULT_TOOLBOX, NATIVE_CLASSES, REMOVED_ENTRIES
 
 TOOLBOX_ENV = "AGENT_TOOLBOX_INFO_FILE"
@@ -17,14 +16,19 @@ TOOLBOX_ENV = "AGENT_TOOLBOX_INFO_FILE"
 #: the toolbox entry or make no sense for a tool, and are refused rather than ignored.
 TOOLBOX_AGENT_KEYS = frozenset({"name", "toolbox", "args", "display_as", "allow", "metadata", "verbose"})
 _DEFAULT_NAME = "the default toolbox"
+#: How a toolbox info file is read: the network loader's own reader (HOCON includes, the
+#: parse cache), handed in by the loader, since this package sits below it.
+ReadDocument = Callable[[Path], Any]
 
 
-def expand_toolbox_agents(raw_agents: list[Any], document: Mapping[str, Any], file: str) -> list[Any]:
+def expand_toolbox_agents(
+    raw_agents: list[Any], document: Mapping[str, Any], file: str, read_document: ReadDocument
+) -> list[Any]:
     """``raw_agents`` with every ``toolbox`` agent rewritten as the coded-tool agent its
     toolbox entry describes. The toolbox files are read only when an agent uses one."""
     if not any(isinstance(raw, dict) and "toolbox" in raw for raw in raw_agents):
         return raw_agents
-    entries, user_file = load_toolbox(document, file)
+    entries, user_file = load_toolbox(document, file, read_document)
     expanded: list[Any] = []
     for index, raw in enumerate(raw_agents):
         if isinstance(raw, dict) and "toolbox" in raw:
@@ -33,7 +37,9 @@ def expand_toolbox_agents(raw_agents: list[Any], document: Mapping[str, Any], fi
     return expanded
 
 
-def load_toolbox(document: Mapping[str, Any], file: str) -> tuple[dict[str, Any], str | None]:
+def load_toolbox(
+    document: Mapping[str, Any], file: str, read_document: ReadDocument
+) -> tuple[dict[str, Any], str | None]:
     """The default toolbox deep-merged with the user's file (network key
     ``toolbox_info_file``, else ``AGENT_TOOLBOX_INFO_FILE``), and that file's name."""
     configured = document.get("toolbox_info_file")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.loader import load_network
 from neuro_san.network.mcp_refs import McpServerRef, is_mcp_url
 from neuro_san.network.validate import main_validate

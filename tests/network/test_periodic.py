@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.manifest import parse_manifest
 from neuro_san.periodic.config import parse_periodic
 from neuro_san.periodic.cron import CronError, parse_cron

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.builder import build_network
-from neuro_san.network.errors import NetworkLoadError
 
 FRONT = {"name": "front", "function": {"description": "Answers."}, "instructions": "Answer."}
 

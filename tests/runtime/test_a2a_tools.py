@@ -15,8 +15,8 @@ import pytest
 from a2a.types import CancelTaskRequest, Part, SendMessageRequest
 from google.protobuf import json_format, struct_pb2
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.builder import build_network
-from neuro_san.network.errors import NetworkLoadError
 from tests.a2a_support import a2a_client, a2a_peer, final_text, send, user_message, write_network
 from tests.fakes.fake_llm import Reply, tool_then_answer_rule
 from tests.support.fake_thread import FakeInThread

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
-from neuro_san.network.errors import NetworkLoadError
 from neuro_san.network.registry import NetworkRegistry
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.host import NetworkHost

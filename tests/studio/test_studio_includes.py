@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuro_san.network.errors import NetworkLoadError
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.includes import resolve_includes
 from neuro_san.network.loader import load_network
 from neuro_san.network.registry import NetworkRegistry

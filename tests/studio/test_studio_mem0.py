@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
-from neuro_san.network.errors import NetworkLoadError
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm
 from tests.studio.fake_mem0 import FakeMem0Platform
 from tests.support.runtime import SLY_MARKER, make_host, run_chat
