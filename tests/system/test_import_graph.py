@@ -1,10 +1,12 @@
-"""The module import graph: no circles, and no layer reaches up.
+"""The module import graph: no circles between modules nor between packages, and no layer
+reaches up.
 
 Every module under the packages of :data:`ROOTS` is parsed with ``ast`` (nothing is
 imported); every ``import`` / ``from … import`` counts, function-local ones included, so
 a circle cannot hide in a function. Imports under ``if TYPE_CHECKING:`` are left out:
-they never run. The layer rules are the table :data:`FORBIDDEN`; a rule for a new
-package is one row.
+they never run. A package is ``root.sub`` (``neuro_san.network``, ``gateway.host``) or a
+root with its own modules (``gateway``: the composition root and the CLI). The layer rules
+are the table :data:`FORBIDDEN`; a rule for a new package is one row.
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ FORBIDDEN: tuple[Rule, ...] = (
         "the wire conversion knows only the core and the generated API",
     ),
     Rule(BELOW_SERVICE, ("neuro_san.service", *ABOVE_SERVICE), "networks, LLMs and the runtime know no transport"),
+    Rule(("neuro_san.network",), ("neuro_san.middleware", "neuro_san.runtime", "neuro_san.reservations"),
+         "the network loader parses every key but knows no package that runs them"),
+    Rule(("neuro_san.toolbox", "neuro_san.periodic"), ("neuro_san.network", "neuro_san.runtime"),
+         "the toolbox and periodic keys' parsers sit below the network loader that calls them"),
+    Rule(("neuro_san.middleware",), ("neuro_san.runtime",),
+         "middleware is what the runtime calls (through middleware.chain); it knows no runtime module"),
     Rule(("neuro_san.service",), ABOVE_SERVICE, "the gRPC service knows neither its clients nor the HTTP port"),
     Rule(
         ("neuro_san.client",),
@@ -151,6 +159,50 @@ def _imported(module: str, path: Path, known: set[str]) -> set[str]:
     return targets
 
 
+def package_of(module: str, path: Path) -> str:
+    """The package a module belongs to: ``root.sub`` for anything under a sub-folder of a
+    root (``neuro_san.network.builder`` → ``neuro_san.network``), the root itself for the
+    root's own modules (``gateway.composition`` is in ``gateway``, which also composes the rooms)."""
+    parts = module.split(".")
+    if len(parts) == 1 or (len(parts) == 2 and path.name != "__init__.py"):
+        return parts[0]
+    return ".".join(parts[:2])
+
+
+@functools.cache
+def package_graph() -> dict[str, set[str]]:
+    """Package → the packages its modules import (ours only; function-local imports count)."""
+    modules = _modules()
+    packages = {module: package_of(module, path) for module, path in modules.items()}
+    graph: dict[str, set[str]] = {package: set() for package in packages.values()}
+    for module, targets in import_graph().items():
+        for target in targets:
+            owner = packages.get(target) or next(
+                (packages[known] for known in _parents(target) if known in packages), None
+            )
+            if owner is not None and owner != packages[module]:
+                graph[packages[module]].add(owner)
+    return graph
+
+
+def _parents(module: str) -> Iterator[str]:
+    parts = module.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        yield ".".join(parts[:end])
+
+
+def package_edges(source: str, target: str) -> list[str]:
+    """The module imports behind the package edge ``source`` → ``target`` (for messages)."""
+    modules = _modules()
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imported_set in import_graph().items()
+        if package_of(module, modules[module]) == source
+        for imported in imported_set
+        if imported in modules and package_of(imported, modules[imported]) == target
+    )
+
+
 @functools.cache
 def import_graph() -> dict[str, set[str]]:
     """Module → the modules it imports (any module, ours or not)."""
@@ -215,6 +267,25 @@ def test_no_import_circles() -> None:
     assert not cycles, "import circles (function-local imports count):\n" + "\n".join(
         " <-> ".join(cycle) for cycle in cycles
     )
+
+
+def test_no_package_circles() -> None:
+    # Modules without a circle can still form packages that import each other (network's
+    # builder importing middleware's parser while middleware imports network's files):
+    # then neither package can be read, tested or moved without the other.
+    graph = package_graph()
+    assert {"neuro_san.network", "neuro_san.middleware", "gateway", "gateway.host"} <= graph.keys()
+    cycles = _cycles(graph)
+    assert not cycles, "package circles (function-local imports count):\n" + "\n".join(
+        " <-> ".join(cycle) + "".join(_edge_line(source, target) for source in cycle for target in cycle
+                                      if target in graph[source])
+        for cycle in cycles
+    )
+
+
+def _edge_line(source: str, target: str) -> str:
+    imports = package_edges(source, target)
+    return f"\n    {source} -> {target}: {len(imports)} import(s), e.g. {imports[0]}"
 
 
 @pytest.mark.parametrize("rule", FORBIDDEN, ids=lambda rule: rule.importers[0])
