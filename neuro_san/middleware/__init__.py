@@ -5,9 +5,12 @@ act around its model calls. neuro-san hands them to LangChain; this server imple
 classes neuro-san ships and documents, with the same configuration keys, and refuses any
 other class when the network loads (never accepted and ignored).
 
-- ``config``: load-time validation of the entries (``parse_middleware``), used by the
-  network builder; errors carry the file and key path.
+- load-time validation of the entries (``parse_middleware``) is the network package's
+  (:mod:`neuro_san.network.middleware_config`, :mod:`neuro_san.network.studio_config`): the
+  loader parses every key and imports nothing of this package; errors carry the file and
+  key path.
 - ``interface``: the ONE interface every implementation follows (``AgentMiddleware``).
 - ``pii``, ``summarization``: the implementations.
-- ``chain``: what the agent loop calls (``middleware_chain``).
+- ``chain``: what the runtime calls (``middleware_chain``; ``rewritten_context``), its one
+  door into this package.
 """
