@@ -1,7 +1,7 @@
 """An A2A task runs one neuro-san chat turn through the invoker seam.
 
 The SDK's request handler owns the task lifecycle (store, events, cancel, resubscribe);
-this executor turns one A2A message into a ``StreamingChat`` call on the agent named by
+this executor turns one A2A message into one chat (:mod:`gateway.agents`) with the agent named by
 the route, with the caller's headers as gRPC metadata so authentication, limits and
 request ids apply, and turns the chat's answer into the task's artifact.
 
@@ -24,10 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import grpc
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -35,12 +34,12 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format, struct_pb2
-from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.outage import OUTAGE_KEY, STATE_UNAVAILABLE, StoreUnavailable
 from gateway.a2a.tasks import OWNER_KEY
-from gateway.host.errors import RpcFailure, rpc_failure
+from gateway.agents.interface import Agents, Answer, AnswerDelta, ChatFailed, ChatStream, InvalidTurn, Step, Turn
+from gateway.host.errors import RpcFailure
 from gateway.state import SharedState, StateUnavailable
 from gateway.state.memory import MemoryState
 
@@ -60,10 +59,6 @@ GRPC_METADATA_KEY = "neuro_san.metadata"
 REFUSALS_KEY = "neuro_san.refusals"
 #: True in the call state for the streaming method: the answer streams as artifact chunks.
 STREAMING_KEY = "neuro_san.streaming"
-
-_THINKING_TYPES = frozenset({chat_pb2.ChatMessage.AI, chat_pb2.ChatMessage.AGENT,
-                             chat_pb2.ChatMessage.AGENT_TOOL_RESULT, chat_pb2.ChatMessage.AGENT_PROGRESS})
-
 
 def _options(message: Message) -> dict[str, Any]:
     metadata = json_format.MessageToDict(message.metadata) if message.HasField("metadata") else {}
@@ -85,15 +80,10 @@ def _sly_data(message: Message, options: Mapping[str, Any]) -> dict[str, Any]:
     return sly
 
 
-def _chat_context(raw: Any) -> chat_pb2.ChatContext | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
+def _chat_context(raw: Any) -> dict[str, Any] | None:
+    if raw is not None and not isinstance(raw, dict):
         raise InvalidParamsError(message=f"metadata.{METADATA_KEY}.chat_context must be an object")
-    try:
-        return json_format.ParseDict(raw, chat_pb2.ChatContext())
-    except json_format.ParseError as error:
-        raise InvalidParamsError(message=f"metadata.{METADATA_KEY}.chat_context: {error}") from None
+    return raw
 
 
 def _conversation_key(context: RequestContext) -> str:
@@ -131,19 +121,18 @@ class NetworkExecutor(AgentExecutor):
 
     def __init__(
         self,
-        streaming_chat: Callable[..., Any],
+        agents: Agents,
         conversations: ConversationStore,
-        timeout: float | None,
         state: SharedState | None = None,
         tasks: RedisTaskStore | None = None,
     ) -> None:
-        self._chat = streaming_chat
+        self._agents = agents
         self._conversations = conversations
-        self._timeout = timeout
         self._state = state or MemoryState()
         self._tasks = tasks
 
-    async def _request(self, context: RequestContext, tokens: bool) -> tuple[agent_pb2.ChatRequest, bool]:
+    async def _chat(self, context: RequestContext, tokens: bool) -> tuple[ChatStream, bool]:
+        """The turn's chat (not started) and whether its steps are asked for; bad input raises."""
         message = context.message
         if message is None:
             raise InvalidParamsError(message="a message is required")
@@ -158,26 +147,19 @@ class NetworkExecutor(AgentExecutor):
                 raise StoreUnavailable(f"{STATE_UNAVAILABLE}, or send the chat_context from the last answer "
                                        f"in metadata.{METADATA_KEY} to continue without it") from None
         thinking = options.get("thinking") is True
-        request = agent_pb2.ChatRequest(
-            user_message=chat_pb2.ChatMessage(type=chat_pb2.ChatMessage.HUMAN, text=text),
-            chat_filter=agent_pb2.ChatFilter(
-                chat_filter_type=agent_pb2.MAXIMAL if thinking else agent_pb2.MINIMAL
-            ),
-        )
-        if tokens:
-            request.stream_tokens = True
-        chat_context = _chat_context(raw_context)
-        if chat_context is not None:
-            request.chat_context.CopyFrom(chat_context)
-        if sly:
-            request.sly_data.update(sly)
-        return request, thinking
+        turn = Turn.of_text(text, chat_context=_chat_context(raw_context), sly_data=sly or None,
+                            steps=thinking, stream_tokens=tokens, strict_context=True)
+        state = context.call_context.state
+        try:
+            return self._agents.chat(state[AGENT_KEY], turn, state.get(GRPC_METADATA_KEY, [])), thinking
+        except InvalidTurn as error:  # only chat_context can be wrong: the rest is built here
+            where = f"{METADATA_KEY}.{error.field}" if error.field else METADATA_KEY
+            raise InvalidParamsError(message=f"metadata.{where}: {error}") from None
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         state = context.call_context.state
         tokens = state.get(STREAMING_KEY) is True
-        request, thinking = await self._request(context, tokens)  # bad input raises before a task exists
-        metadata = [*state.get(GRPC_METADATA_KEY, []), ("agent-name", state[AGENT_KEY])]
+        stream, thinking = await self._chat(context, tokens)  # bad input raises before a task exists
         task_id, context_id = str(context.task_id), str(context.context_id)
         if self._tasks is not None:  # before the task is first saved: a reaper must know who runs it
             await self._tasks.running(task_id, str(state.get(OWNER_KEY, "")))
@@ -190,9 +172,7 @@ class NetworkExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work()
         artifact_id = str(uuid.uuid4())  # the answer's artifact: streamed chunks, then the whole answer
-        chat = asyncio.ensure_future(
-            self._converse(request, metadata, thinking, updater, state, task_id, artifact_id)
-        )
+        chat = asyncio.ensure_future(self._converse(stream, thinking, updater, state, task_id, artifact_id))
         unregister = self._state.register_chat("a2a", task_id, chat.cancel)
         try:
             answer = await chat
@@ -210,61 +190,59 @@ class NetworkExecutor(AgentExecutor):
             await self._finish(updater, _conversation_key(context), answer, artifact_id)
 
     async def _converse(
-        self, request: agent_pb2.ChatRequest, metadata: list[tuple[str, Any]], thinking: bool,
-        updater: TaskUpdater, state: Mapping[str, Any], task_id: str, artifact_id: str,
-    ) -> chat_pb2.ChatMessage | None:
+        self, stream: ChatStream, thinking: bool, updater: TaskUpdater, state: Mapping[str, Any], task_id: str,
+        artifact_id: str,
+    ) -> Answer | None:
         """The chat; its answer, or None once the task has failed."""
-        answer: chat_pb2.ChatMessage | None = None
+        answer: Answer | None = None
         chunks = 0
-        try:
-            async for response in self._chat(request, metadata=metadata, timeout=self._timeout):
-                message = response.response
-                if message.type == chat_pb2.ChatMessage.TOKEN_DELTA:
-                    if len(message.origin) == 1 and message.delta_kind == chat_pb2.ChatMessage.ANSWER and message.text:
-                        await updater.add_artifact([Part(text=message.text)], artifact_id=artifact_id, name="answer",
-                                                   append=chunks > 0, last_chunk=False)
-                        chunks += 1
-                elif message.type == chat_pb2.ChatMessage.AGENT_FRAMEWORK:
-                    answer = message
-                elif thinking and message.type in _THINKING_TYPES and message.text:
-                    origin = "/".join(o.tool for o in message.origin)
-                    await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(
-                        [Part(text=message.text)],
-                        metadata={METADATA_KEY: {"type": chat_pb2.ChatMessage.ChatMessageType.Name(message.type),
-                                                 "origin": origin}},
-                    ))
-        except grpc.aio.AioRpcError as error:
-            failure = rpc_failure(error)
-            reason = f"{error.code().name}: {failure.message}"
-            log.info("A2A task %s failed: %s", task_id, reason)
-            extra: dict[str, Any] | None = None
-            if failure.is_refusal:  # which limit, when to retry: also in the failed task's message
-                extra = {METADATA_KEY: failure.jsonrpc_data()}
-                state.get(REFUSALS_KEY, []).append(failure)
-            await updater.failed(updater.new_agent_message([Part(text=f"Error: {reason}")], metadata=extra))
-            return None
+        async with stream:  # a cancelled task (tasks/cancel, another replica) cancels the chat
+            async for event in stream:
+                if isinstance(event, AnswerDelta):
+                    await updater.add_artifact([Part(text=event.text)], artifact_id=artifact_id, name="answer",
+                                               append=chunks > 0, last_chunk=False)
+                    chunks += 1
+                elif isinstance(event, Answer):
+                    answer = event
+                elif isinstance(event, Step):
+                    if thinking and event.text:
+                        await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message(
+                            [Part(text=event.text)],
+                            metadata={METADATA_KEY: {"type": event.kind, "origin": "/".join(event.origin)}},
+                        ))
+                elif isinstance(event, ChatFailed):
+                    await self._failed(updater, state, task_id, event)
+                    return None
         if answer is None:
             await updater.failed(updater.new_agent_message([Part(text="Error: the network gave no answer")]))
         return answer
 
-    async def _finish(
-        self, updater: TaskUpdater, conversation: str, answer: chat_pb2.ChatMessage, artifact_id: str
-    ) -> None:
+    @staticmethod
+    async def _failed(updater: TaskUpdater, state: Mapping[str, Any], task_id: str, failed: ChatFailed) -> None:
+        reason = f"{failed.code.name}: {failed.message}"
+        log.info("A2A task %s failed: %s", task_id, reason)
+        extra: dict[str, Any] | None = None
+        if failed.is_refusal:  # which limit, when to retry: also in the failed task's message
+            extra = {METADATA_KEY: failed.failure.jsonrpc_data()}
+            state.get(REFUSALS_KEY, []).append(failed.failure)
+        await updater.failed(updater.new_agent_message([Part(text=f"Error: {reason}")], metadata=extra))
+
+    async def _finish(self, updater: TaskUpdater, conversation: str, answer: Answer, artifact_id: str) -> None:
         extra: dict[str, Any] = {}
-        if answer.HasField("chat_context"):
-            chat_context = json_format.MessageToDict(answer.chat_context, preserving_proto_field_name=True)
+        if answer.chat_context is not None:
+            chat_context = dict(answer.chat_context)
             extra["chat_context"] = chat_context
             try:
                 await self._conversations.put(conversation, chat_context)
             except StateUnavailable:
                 pass  # logged by the state; the answer carries chat_context for the client to send back
-        if answer.HasField("sly_data") and answer.sly_data.fields:
-            extra["sly_data"] = json_format.MessageToDict(answer.sly_data)
+        if answer.sly_data:
+            extra["sly_data"] = dict(answer.sly_data)
         metadata = {METADATA_KEY: extra}
         parts = [Part(text=answer.text)]
-        if answer.HasField("structure"):
+        if answer.structure is not None:
             structure = struct_pb2.Value()
-            structure.struct_value.CopyFrom(answer.structure)
+            structure.struct_value.update(answer.structure)
             parts.append(Part(data=structure, media_type="application/json"))
         # The whole answer, replacing any streamed chunks (append false, same id).
         await updater.add_artifact(
@@ -273,7 +251,7 @@ class NetworkExecutor(AgentExecutor):
         await updater.complete(updater.new_agent_message([Part(text=answer.text)], metadata=metadata))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        # The handler has already cancelled execute(): that cancels the StreamingChat call,
+        # The handler has already cancelled execute(): that cancels the chat's call,
         # which cancels the chat and its LLM calls, as a client disconnect does.
         updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
         await updater.cancel()

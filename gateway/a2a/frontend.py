@@ -55,6 +55,7 @@ from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.push_signing import signer_from_env
 from gateway.a2a.routes import A2A_MEDIA_TYPE, A2A_ROUTES, REST_PREFIX, a2a_typed
 from gateway.a2a.tasks import BoundedTaskStore, owner_of, resolve_owner
+from gateway.agents.invoked import InvokedAgents
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
 from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
@@ -178,10 +179,8 @@ class A2AFrontEnd:
             else InMemoryPushNotificationConfigStore(owner_resolver=resolve_owner))
         self.signer = signer_from_env()
         self.push = RetryingPushSender(push_store, policy, signer=self.signer)
-        executor = NetworkExecutor(
-            context.method("AgentService", "StreamingChat"), self.conversations, context.config.max_timeout_seconds,
-            self.state, self.tasks,
-        )
+        agents = InvokedAgents(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds)
+        executor = NetworkExecutor(agents, self.conversations, self.state, self.tasks)
         if self.tasks is not None:
             self.tasks.push_sender = self.push
         self.handler = _Handler(

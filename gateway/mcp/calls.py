@@ -1,6 +1,6 @@
-"""``tools/call``: one chat with a network through AgentService/StreamingChat.
+"""``tools/call``: one chat with a network through the agents facade (:mod:`gateway.agents`).
 
-The answer is neuro-san's: the text of the AGENT_FRAMEWORK messages as ``content``, and
+The answer is neuro-san's: the text of the network's answer as ``content``, and
 ``structuredContent`` with the answer's ``structure``, the ``sly_data`` the network lets
 back, and the ``chat_context`` to continue with. Failures of the network are tool
 errors (``isError``), as the MCP specification assigns them; only a caller the server
@@ -17,27 +17,22 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import grpc
 import mcp_types
-from neuro_san.api.grpc import agent_pb2
 
+from gateway.agents.interface import Agents, Answer, AnswerDelta, ChatFailed, InvalidTurn, Step, Turn
 from gateway.host.bearer import challenge
-from gateway.host.errors import GatewayError, RpcFailure, rpc_failure
+from gateway.host.errors import RpcFailure
 from gateway.mcp.protocol import FORBIDDEN, UNAUTHENTICATED, JsonRpcError, wire
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import McpTool
-from gateway.transcoder.marshal import MessageCodec
+from neuro_san.core.errors import Code
 
 #: Reports one step of the network's work: (steps so far, what happened).
 ProgressSink = Callable[[int, str], Awaitable[None]]
 
 FILTER_TYPES = frozenset({"UNKNOWN", "MINIMAL", "MAXIMAL"})
 ARGUMENT_KEYS = frozenset({"user_message", "sly_data", "chat_context", "chat_filter"})
-_REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
-_RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
 _PROGRESS_TEXT_LIMIT = 200
-#: The prompt and the user's own text are no news to the client.
-_NOT_PROGRESS = frozenset({"SYSTEM", "HUMAN"})
 
 
 def tool_error(text: str) -> dict[str, Any]:
@@ -45,9 +40,10 @@ def tool_error(text: str) -> dict[str, Any]:
     return wire(mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=True))
 
 
-def chat_request(arguments: Any, progress: bool) -> agent_pb2.ChatRequest:
-    """The ChatRequest for ``arguments``; raises ValueError saying what is wrong (never
-    echoing the values: sly_data may hold secrets)."""
+def chat_turn(arguments: Any, progress: bool) -> Turn:
+    """The turn ``arguments`` ask for; raises ValueError saying what is wrong (never
+    echoing the values: sly_data may hold secrets). The API's own checks (the fields of
+    user_message, chat_context…) are the facade's, when the chat is asked for."""
     if not isinstance(arguments, dict):
         raise ValueError("arguments must be an object with user_message")
     unknown = sorted(set(arguments) - ARGUMENT_KEYS)
@@ -61,72 +57,61 @@ def chat_request(arguments: Any, progress: bool) -> agent_pb2.ChatRequest:
     chat_filter = arguments.get("chat_filter", {})
     if set(chat_filter) - {"chat_filter_type"} or chat_filter.get("chat_filter_type", "MINIMAL") not in FILTER_TYPES:
         raise ValueError(f"chat_filter must be {{\"chat_filter_type\": one of {sorted(FILTER_TYPES)}}}")
-    data = dict(arguments)
-    if progress:  # the steps to report come only with the MAXIMAL filter
-        data["chat_filter"] = {"chat_filter_type": "MAXIMAL"}
-        data["stream_tokens"] = True
-    message = agent_pb2.ChatRequest()
-    try:
-        _REQUEST_CODEC.fill(_REQUEST_CODEC.normalize(data), message)
-    except GatewayError as error:
-        raise ValueError(error.message) from None
-    return message
+    # The steps to report come only with the MAXIMAL filter; the answer as it grows with tokens.
+    filter_type = "MAXIMAL" if progress else chat_filter.get("chat_filter_type")
+    if filter_type is None and "chat_filter" in arguments:
+        filter_type = "UNKNOWN"  # sent empty: unset, as before
+    return Turn(arguments["user_message"], arguments.get("chat_context"), arguments.get("sly_data"),
+                filter_type, stream_tokens=progress)
 
 
 class ToolCaller:
-    """Runs tools/call through the invoker's StreamingChat."""
+    """Runs tools/call as one chat through the agents facade."""
 
-    def __init__(self, streaming_chat: Any, deadline_seconds: float | None) -> None:
-        self._chat = streaming_chat
-        self._deadline = deadline_seconds
+    def __init__(self, agents: Agents) -> None:
+        self._agents = agents
 
     async def call(
         self, tool: McpTool, arguments: Any, metadata: Sequence[tuple[str, Any]], progress: ProgressSink | None
     ) -> dict[str, Any]:
         """The CallToolResult (wire form). Cancelling the awaiting task cancels the chat."""
         try:
-            request = chat_request(arguments, progress is not None)
-        except ValueError as error:
+            stream = self._agents.chat(tool.network, chat_turn(arguments, progress is not None), metadata)
+        except (ValueError, InvalidTurn) as error:
             return tool_error(f"Invalid arguments for tool {tool.name}: {error}")
-        call = self._chat(request, metadata=[*metadata, ("agent-name", tool.network)], timeout=self._deadline)
-        texts: list[str] = []
-        final: dict[str, Any] = {}
-        sly_data: dict[str, Any] = {}
+        answers: list[Answer] = []
         steps = 0
         so_far = ""
-        try:
-            while (reply := await call.read()) is not grpc.aio.EOF:
-                message = _RESPONSE_CODEC.to_dict(reply).get("response") or {}
-                if message.get("type") == "TOKEN_DELTA":
-                    # The front man's answer as it grows; other agents' and reasoning
-                    # deltas are left out (their complete messages are steps).
-                    if progress is not None and _is_answer_delta(message):
-                        so_far += str(message.get("text", ""))
+        async with stream:  # leaving early (the client went away or cancelled) stops the chat
+            async for event in stream:
+                if isinstance(event, AnswerDelta):
+                    # The front man's answer as it grows (a client shows it growing).
+                    if progress is not None:
+                        so_far += event.text
                         steps += 1
                         await progress(steps, so_far)
-                elif message.get("type") == "AGENT_FRAMEWORK":
-                    texts.append(str(message.get("text", "")))
-                    final = message
-                    sly_data.update(message.get("sly_data") or {})
-                elif progress is not None and message.get("type") not in _NOT_PROGRESS:
-                    steps += 1
-                    await progress(steps, _step_text(message))
-        except grpc.aio.AioRpcError as error:
-            return _rpc_failure(tool, error)
-        finally:
-            if not call.done():
-                call.cancel()  # the client went away or cancelled: stop the chat and its LLM calls
-        return _answer(texts, final, sly_data)
+                elif isinstance(event, Answer):
+                    answers.append(event)
+                elif isinstance(event, Step):
+                    if progress is not None:
+                        steps += 1
+                        await progress(steps, _step_text(event))
+                elif isinstance(event, ChatFailed):
+                    return _failed(tool, event)
+        return _answer(answers)
 
 
-def _answer(texts: list[str], final: dict[str, Any], sly_data: dict[str, Any]) -> dict[str, Any]:
-    text = "".join(texts)
-    structured: dict[str, Any] = {"chat_context": final.get("chat_context") or {}}
-    structure = final.get("structure")
-    if structure is not None:
-        structured["structure"] = structure
+def _answer(answers: list[Answer]) -> dict[str, Any]:
+    text = "".join(answer.text for answer in answers)
+    final = answers[-1] if answers else Answer("")
+    structured: dict[str, Any] = {"chat_context": final.chat_context or {}}
+    if final.structure is not None:
+        structured["structure"] = final.structure
         # As neuro-san: models that ignore structuredContent still see the structure.
-        text += "\n```json\n" + json.dumps(structure, indent=2, ensure_ascii=False) + "\n```"
+        text += "\n```json\n" + json.dumps(final.structure, indent=2, ensure_ascii=False) + "\n```"
+    sly_data: dict[str, Any] = {}
+    for answer in answers:
+        sly_data.update(answer.sly_data)
     if sly_data:
         structured["sly_data"] = sly_data
     result = mcp_types.CallToolResult(
@@ -135,16 +120,10 @@ def _answer(texts: list[str], final: dict[str, Any], sly_data: dict[str, Any]) -
     return wire(result)
 
 
-def _is_answer_delta(message: dict[str, Any]) -> bool:
-    origin = message.get("origin") or []
-    return len(origin) == 1 and message.get("delta_kind", "ANSWER") == "ANSWER" and bool(message.get("text"))
-
-
-def _step_text(message: dict[str, Any]) -> str:
-    origin = message.get("origin") or []
-    where = "/".join(str(o.get("tool", "")) for o in origin if isinstance(o, dict))
-    kind = str(message.get("type", "")).lower()
-    text = str(message.get("text") or "")
+def _step_text(step: Step) -> str:
+    where = "/".join(step.origin)
+    kind = step.kind.lower()
+    text = step.text
     if len(text) > _PROGRESS_TEXT_LIMIT:
         text = text[:_PROGRESS_TEXT_LIMIT] + "…"
     return f"{where} {kind}: {text}".strip() if where else f"{kind}: {text}"
@@ -164,24 +143,23 @@ def refusal(failure: RpcFailure) -> JsonRpcError:
                         http_status=failure.http_status, headers=failure.headers())
 
 
-def _rpc_failure(tool: McpTool, error: grpc.aio.AioRpcError) -> dict[str, Any]:
-    code, details = error.code(), error.details() or ""
-    failure = rpc_failure(error)
+def _failed(tool: McpTool, failed: ChatFailed) -> dict[str, Any]:
+    code, details, failure = failed.code, failed.message, failed.failure
     if failure.is_refusal:  # not the network's failure: the request is refused for a while
         raise refusal(failure)
-    if code == grpc.StatusCode.UNAUTHENTICATED:
+    if code == Code.UNAUTHENTICATED:
         raise unauthenticated(failure)
-    if code == grpc.StatusCode.PERMISSION_DENIED:
+    if code == Code.PERMISSION_DENIED:
         if failure.reason == "INSUFFICIENT_SCOPE":  # OAuth: the host asks for the scope, then retries
             raise JsonRpcError(FORBIDDEN, f"Forbidden: {details}", http_status=403,
                                headers=challenge(failure, MCP_PATH))
         return tool_error(f"Tool not authorized: {tool.name}")
-    if code == grpc.StatusCode.NOT_FOUND:
+    if code == Code.NOT_FOUND:
         return tool_error(f"Tool not found: {tool.name}")
-    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+    if code == Code.DEADLINE_EXCEEDED:
         return tool_error(f"Timeout for tool {tool.name}: {details}")
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
+    if code == Code.INVALID_ARGUMENT:
         return tool_error(f"Invalid arguments for tool {tool.name}: {details}")
-    if code == grpc.StatusCode.CANCELLED:
+    if code == Code.CANCELLED:
         return tool_error(f"Stream closed for tool {tool.name}")
     return tool_error(f"Failed to execute tool {tool.name}: {details}")

@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import web
 
 import neuro_san
+from gateway.agents.invoked import InvokedAgents
 from gateway.host.errors import jsonrpc_refusal
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.json_body import MalformedJson, decode_json
@@ -88,7 +89,8 @@ class McpFrontEnd:
         catalog = ToolCatalog(
             context.method("ConciergeService", "List"), context.method("AgentService", "Function"), timeout
         )
-        caller = ToolCaller(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds)
+        agents = InvokedAgents(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds)
+        caller = ToolCaller(agents)
         self._dispatcher = Dispatcher(catalog, caller, neuro_san.__version__)
         #: (session id, request id) → the task running that request, for notifications/cancelled.
         self._in_flight: dict[tuple[str, Any], asyncio.Task[Any]] = {}

@@ -33,6 +33,8 @@ HTTP_PORT = ("gateway",)
 HOST = "gateway.host"
 TRANSCODER = "gateway.transcoder"
 INVOKERS = "gateway.invokers"
+#: The agents facade (typed chat events) the protocol front-ends reach agents through.
+AGENTS = "gateway.agents"
 FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.playground")
 COMPOSITION = ("gateway.composition", "gateway.cli")
 #: What of the transcoder a protocol front-end may use: its JSON ⇄ proto codec only.
@@ -95,6 +97,10 @@ FORBIDDEN: tuple[Rule, ...] = (
          "the transcoder knows only descriptors and an invoker"),
     Rule(("gateway.state",), (HOST, TRANSCODER, INVOKERS, *FRONT_ENDS, *COMPOSITION),
          "the shared front-end state is a store the front-ends use; it knows none of them"),
+    Rule((AGENTS,), (*FRONT_ENDS, *COMPOSITION, *INVOKER_IMPLEMENTATIONS, *TRANSCODER_INSIDES, "gateway.state"),
+         "the agents facade serves the front-ends through the invoker seam; it knows none of them"),
+    Rule((HOST, TRANSCODER, INVOKERS, "gateway.state"), (AGENTS,),
+         "the agents facade is for the protocol front-ends: below it nothing uses it"),
     *(
         Rule((room,), (*(other for other in FRONT_ENDS if other != room), *COMPOSITION, *INVOKER_IMPLEMENTATIONS,
                        *TRANSCODER_INSIDES),

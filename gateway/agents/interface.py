@@ -1,0 +1,155 @@
+"""The facade's types: one user turn in, typed events out (:class:`Agents`).
+
+Every event is a frozen dataclass. A chat yields, in order: any number of
+:class:`AnswerDelta` (the front man's answer as it is written, with ``stream_tokens``) and
+:class:`Step` (what the network does, with the MAXIMAL filter), then either one
+:class:`Answer` or one :class:`ChatFailed`. A consumer that stops early closes the stream
+(``aclose``, ``async with``) or has its task cancelled: either cancels the chat, and so its
+LLM calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.host.errors import RpcFailure
+from neuro_san.core.errors import Code
+
+#: The caller's gRPC metadata, as ``FrontEndContext.metadata`` builds it (credentials,
+#: request id, the client's address, the keys only front-ends set).
+CallerMetadata = Sequence[tuple[str, str | bytes]]
+
+
+class InvalidTurn(ValueError):
+    """A turn the API cannot carry; the message names the field, never echoes values
+    (sly_data may hold secrets). ``field``: the turn's field at fault, when known."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One user turn. The mappings are the JSON forms of neuro-san's API (as REST takes
+    them); :meth:`of_text` is the common case, a human's text."""
+
+    #: A ChatMessage, e.g. ``{"text": "hi"}``.
+    user_message: Mapping[str, Any]
+    chat_context: Mapping[str, Any] | None = None
+    sly_data: Mapping[str, Any] | None = None
+    #: ``"MINIMAL"`` (the answer only), ``"MAXIMAL"`` (every step too) or ``"UNKNOWN"``
+    #: (treated as MINIMAL); None leaves it unset.
+    chat_filter: str | None = None
+    #: Ask for the front man's answer as it is written (:class:`AnswerDelta`).
+    stream_tokens: bool = False
+    #: Refuse unknown fields and enum names in chat_context (A2A's rule) instead of
+    #: ignoring them (REST's and MCP's, as grpc-gateway does).
+    strict_context: bool = False
+
+    @classmethod
+    def of_text(
+        cls, text: str, *, chat_context: Mapping[str, Any] | None = None, sly_data: Mapping[str, Any] | None = None,
+        steps: bool = False, stream_tokens: bool = False, strict_context: bool = False,
+    ) -> Turn:
+        """A human's ``text``; ``steps``: the MAXIMAL filter, else MINIMAL."""
+        return cls({"type": "HUMAN", "text": text}, chat_context, sly_data,
+                   "MAXIMAL" if steps else "MINIMAL", stream_tokens, strict_context)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDelta:
+    """A piece of the front man's answer (reasoning and other agents' pieces are left out:
+    their complete messages are steps)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing the network did (MAXIMAL): an agent's message, a tool's arguments or result."""
+
+    #: The message type's name: ``AI``, ``AGENT``, ``AGENT_TOOL_RESULT`` or ``AGENT_PROGRESS``.
+    kind: str
+    #: The agents (tools) from the front man down to the one that speaks.
+    origin: tuple[str, ...]
+    text: str
+    structure: Mapping[str, Any] | None = None
+    #: A tool call's arguments ("Received arguments:"), else None.
+    arguments: Any = None
+    #: A tool call's result ("Got result:"), else None.
+    result: Any = None
+
+    @property
+    def agent(self) -> str:
+        """The agent (or tool) that speaks: the last of the origin."""
+        return self.origin[-1] if self.origin else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The chat's answer: its text, structure, the chat_context to continue from and the
+    sly_data the network lets back."""
+
+    text: str
+    structure: Mapping[str, Any] | None = None
+    #: None when the answer carries none.
+    chat_context: Mapping[str, Any] | None = None
+    sly_data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatFailed:
+    """The call failed or was refused: the service's error, as every HTTP-side front-end
+    reads it (code, ErrorInfo reason, message, ``retry-after``). The last event."""
+
+    failure: RpcFailure
+
+    @property
+    def code(self) -> Code:
+        return Code(self.failure.code)
+
+    @property
+    def reason(self) -> str | None:
+        return self.failure.reason
+
+    @property
+    def message(self) -> str:
+        return self.failure.message
+
+    @property
+    def retry_after(self) -> str | None:
+        return self.failure.retry_after
+
+    @property
+    def is_refusal(self) -> bool:
+        """Refused for a while (caller limits, server busy or draining), not failed by the network."""
+        return self.failure.is_refusal
+
+
+ChatEvent = AnswerDelta | Step | Answer | ChatFailed
+
+
+class ChatStream(AsyncIterator[ChatEvent]):
+    """The events of one chat; an async context manager that closes (cancels) it on exit."""
+
+    async def aclose(self) -> None:
+        """Cancel the chat if it still runs; iteration ends."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> ChatStream:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+
+class Agents:
+    """What front-ends call agents through."""
+
+    def chat(self, agent: str, turn: Turn, caller: CallerMetadata) -> ChatStream:
+        """The events of one turn with ``agent``; raises :class:`InvalidTurn` at once (before
+        any call) when ``turn`` does not fit the API. The call starts on the first read."""
+        raise NotImplementedError

@@ -1,0 +1,143 @@
+"""The facade over the invoker: one turn = one ``AgentService/StreamingChat`` call.
+
+This is the one place of the HTTP port's protocol front-ends that reads the chat stream:
+which message types are answer pieces, steps or the answer, what of them a front-end
+gets, and how a failed call reads (``grpc.aio.AioRpcError`` → :class:`ChatFailed`). The
+JSON forms are the transcoder's (:class:`~gateway.transcoder.marshal.MessageCodec`), the
+same as REST's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from neuro_san.api.grpc import agent_pb2, chat_pb2
+
+from gateway.agents.interface import (
+    Agents,
+    Answer,
+    AnswerDelta,
+    CallerMetadata,
+    ChatEvent,
+    ChatFailed,
+    ChatStream,
+    InvalidTurn,
+    Step,
+    Turn,
+)
+from gateway.host.errors import GatewayError, rpc_failure
+from gateway.transcoder.marshal import MessageCodec
+
+_REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
+_RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
+_Type = chat_pb2.ChatMessage
+#: What is a step; SYSTEM (the prompt) and HUMAN (the user's own text) are no news to the client.
+_STEP_TYPES = frozenset({_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.AGENT_PROGRESS})
+
+
+def chat_request(turn: Turn) -> agent_pb2.ChatRequest:
+    """The ChatRequest of ``turn``; raises :class:`InvalidTurn` naming what is wrong."""
+    data: dict[str, Any] = {"user_message": dict(turn.user_message)}
+    if turn.chat_context is not None:
+        data["chat_context"] = dict(turn.chat_context)
+    if turn.sly_data is not None:
+        data["sly_data"] = dict(turn.sly_data)
+    if turn.chat_filter is not None:
+        data["chat_filter"] = {"chat_filter_type": turn.chat_filter}
+    if turn.stream_tokens:
+        data["stream_tokens"] = True
+    if turn.strict_context and turn.chat_context is not None:
+        try:
+            json_format.ParseDict(dict(turn.chat_context), chat_pb2.ChatContext())
+        except json_format.ParseError as error:
+            raise InvalidTurn(str(error), "chat_context") from None
+    message = agent_pb2.ChatRequest()
+    try:
+        _REQUEST_CODEC.fill(_REQUEST_CODEC.normalize(data), message)
+    except GatewayError as error:
+        raise InvalidTurn(error.message) from None
+    return message
+
+
+def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
+    """The event one response is, or None when it is nothing a front-end is told."""
+    message = reply.response
+    kind = message.type
+    if kind == _Type.TOKEN_DELTA:
+        # Only the front man's answer; reasoning and sub-agents' deltas are dropped.
+        if len(message.origin) == 1 and message.delta_kind == _Type.ANSWER and message.text:
+            return AnswerDelta(message.text)
+        return None
+    if kind != _Type.AGENT_FRAMEWORK and kind not in _STEP_TYPES:
+        return None
+    data = _RESPONSE_CODEC.to_dict(reply).get("response") or {}
+    if kind == _Type.AGENT_FRAMEWORK:
+        return Answer(str(data.get("text", "")), data.get("structure"), data.get("chat_context"),
+                      data.get("sly_data") or {})
+    structure = data.get("structure")
+    origin = tuple(str(o.get("tool", "")) for o in data.get("origin") or [] if isinstance(o, dict))
+    return Step(_Type.ChatMessageType.Name(kind), origin, str(data.get("text") or ""), structure,
+                *_tool_parts(structure))
+
+
+def _tool_parts(structure: Any) -> tuple[Any, Any]:
+    """(arguments, result) of a tool call's "Received arguments:" / "Got result:" message
+    (runtime/journal_shapes.py)."""
+    if not isinstance(structure, Mapping):
+        return None, None
+    arguments = structure.get("tool_args") if structure.get("tool_start") else None
+    result = structure.get("tool_output") if structure.get("tool_end") else None
+    return arguments, result
+
+
+class _InvokedChat(ChatStream):
+    """One StreamingChat call read as events; cancelled when the reader stops."""
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start = start
+        self._call: Any = None
+        self._over = False
+
+    async def __anext__(self) -> ChatEvent:
+        if self._over:
+            raise StopAsyncIteration
+        if self._call is None:
+            self._call = self._start()
+        try:
+            while (reply := await self._call.read()) is not grpc.aio.EOF:
+                event = event_of(reply)
+                if event is not None:
+                    return event
+        except grpc.aio.AioRpcError as error:
+            self._over = True
+            return ChatFailed(rpc_failure(error))
+        except BaseException:
+            self._stop()  # the reader was cancelled: stop the chat and its LLM calls
+            raise
+        self._over = True
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        self._over = True
+        if self._call is not None and not self._call.done():
+            self._call.cancel()
+
+
+class InvokedAgents(Agents):
+    """Agents reached through the invoker's ``StreamingChat`` callable
+    (``FrontEndContext.method("AgentService", "StreamingChat")``)."""
+
+    def __init__(self, streaming_chat: Callable[..., Any], deadline_seconds: float | None) -> None:
+        self._streaming_chat = streaming_chat
+        self._deadline = deadline_seconds
+
+    def chat(self, agent: str, turn: Turn, caller: CallerMetadata) -> ChatStream:
+        request = chat_request(turn)
+        metadata = [*caller, ("agent-name", agent)]
+        return _InvokedChat(lambda: self._streaming_chat(request, metadata=metadata, timeout=self._deadline))
