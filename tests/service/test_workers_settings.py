@@ -73,6 +73,7 @@ def test_workers_without_redis_refuse_a_keys_files_own_limits(tmp_path: Path) ->
     assert "per-caller limits" in said, said
 
 
-def test_a2a_switch_takes_true_or_false_only() -> None:
-    said = _refusal({"AGENT_A2A_ENABLE": "off"})
-    assert "AGENT_A2A_ENABLE must be true or false, not 'off'" in said, said
+def test_a2a_switch_refuses_what_is_not_a_switch() -> None:
+    """The parent checks the switch before forking (one grammar: true/false, 1/0, yes/no, on/off)."""
+    said = _refusal({"AGENT_A2A_ENABLE": "maybe"})
+    assert "AGENT_A2A_ENABLE='maybe' is not a switch" in said, said
