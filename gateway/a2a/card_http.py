@@ -24,7 +24,6 @@ This module imports no a2a-sdk: the settings are checked at start
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import logging
 import os
 import re
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from gateway.host.allowed_hosts import parse_host
 from gateway.host.errors import bad_request
 from gateway.host.responses import JSON_TYPE
 from neuro_san.core.env_settings import env_number
@@ -48,46 +48,11 @@ DEFAULT_MAX_AGE = 300
 #: A DNS name or IPv4 address: dot-separated labels of letters, digits, ``-`` and ``_``
 #: (one trailing dot allowed). Nothing else of RFC 3986's reg-name (``%``, ``!``, ``$``…)
 #: is a host anyone deploys under, and each could turn a URL into another one.
-_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
-_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
-_PORT = re.compile(r"[0-9]{1,5}")
-_MAX_NAME = 253
 #: Entity tags of ``If-None-Match`` (RFC 9110 §8.8.3: ``W/"…"`` or ``"…"``).
 _TAG = re.compile(r'\s*(?:W/)?"([^"]*)"\s*(?:,|$)')
 #: The headers a card's body depends on besides the Host: the credentials (a key may show
 #: a private network).
 _CREDENTIAL_HEADERS = "Authorization, X-Api-Key"
-
-
-def parse_host(text: str) -> tuple[str, int | None] | None:
-    """``host[:port]`` → (host, port), host lower-cased, IPv6 kept in brackets; None for
-    anything else (userinfo, path, query, fragment, spaces, a zone id, port 0 or > 65535)."""
-    port_text: str | None = None
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            return None
-        host, rest = text[: end + 1], text[end + 1:]
-        if "%" in host:  # a zone id (ipaddress would take it) names an interface of the client's
-            return None
-        try:
-            ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            return None
-        if rest:
-            if not rest.startswith(":"):
-                return None
-            port_text = rest[1:]
-    else:
-        host, colon, port_text = text.partition(":")
-        port_text = port_text if colon else None
-        if len(host) > _MAX_NAME or not _NAME.fullmatch(host.lower()):
-            return None
-    if port_text is None:
-        return host.lower(), None
-    if not _PORT.fullmatch(port_text) or not 0 < int(port_text) < 65536:  # "a:1:2" fails here too
-        return None
-    return host.lower(), int(port_text)
 
 
 def _host_port(host: str, port: int | None) -> str:

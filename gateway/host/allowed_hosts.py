@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 SETTING = "AGENT_HTTP_ALLOWED_HOSTS"
-_LABEL = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?"
-_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_PORT = re.compile(r":\d{1,5}")
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+_PORT = re.compile(r"[0-9]{1,5}")
+_MAX_NAME = 253
 _REMEMBERED = 1024
 
 
@@ -55,7 +56,7 @@ class AllowedHosts:
                 item = item[:-1]
             pattern = item.startswith("*.")
             name = item[2:] if pattern else item
-            if not (_NAME.match(name) or (not pattern and is_ip_address(name.strip("[]")))):
+            if not (_NAME.fullmatch(name) or (not pattern and is_ip_address(name.strip("[]")))):
                 raise ValueError(
                     f"{SETTING}: {raw.strip()!r} is not a host name or a *.domain pattern "
                     "(comma-separated names, no scheme, port or path; * allows every host)"
@@ -73,7 +74,7 @@ class AllowedHosts:
     def with_bound(self, bound: str | None) -> AllowedHosts:
         """Also the name the server listens on (``--host myhost``); addresses are allowed anyway."""
         name = (bound or "").strip().lower().rstrip(".").strip("[]")
-        if not name or is_ip_address(name) or not _NAME.match(name):
+        if not name or is_ip_address(name) or not _NAME.fullmatch(name):
             return self
         return replace(self, names=self.names | {name})
 
@@ -101,23 +102,45 @@ class AllowedHosts:
         return host in self.names or any(host.endswith(suffix) for suffix in self.suffixes)
 
 
-def hostname(host_header: str) -> str | None:
-    """The host of a ``Host`` header, lower case, port and trailing dot dropped; None
-    when the header is not ``host[:port]`` (userinfo, a path, a bad port)."""
-    value = host_header.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        if end < 0 or (value[end + 1:] and not _PORT.fullmatch(value[end + 1:])):
+def parse_host(text: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` → (host, port), host lower-cased, IPv6 kept in brackets; None for
+    anything else (userinfo, path, query, fragment, spaces, a zone id, port 0 or > 65535)."""
+    port_text: str | None = None
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
             return None
-        address = value[1:end]
-        return address if is_ip_address(address) and ":" in address else None
-    name, colon, port = value.partition(":")
-    if colon and not (port.isdigit() and len(port) <= 5):
+        host, rest = text[: end + 1], text[end + 1:]
+        if "%" in host:  # a zone id (ipaddress would take it) names an interface of the client's
+            return None
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+        if rest:
+            if not rest.startswith(":"):
+                return None
+            port_text = rest[1:]
+    else:
+        host, colon, port_text = text.partition(":")
+        port_text = port_text if colon else None
+        if len(host) > _MAX_NAME or not _NAME.fullmatch(host.lower()):
+            return None
+    if port_text is None:
+        return host.lower(), None
+    if not _PORT.fullmatch(port_text) or not 0 < int(port_text) < 65536:  # "a:1:2" fails here too
         return None
-    name = name.rstrip(".")
-    if is_ip_address(name) or _NAME.match(name):
-        return name
-    return None
+    return host.lower(), int(port_text)
+
+
+def hostname(host_header: str) -> str | None:
+    """The host of a ``Host`` header, lower case, without port, brackets or trailing dot;
+    None when the header is not ``host[:port]`` (see :func:`parse_host`)."""
+    parsed = parse_host(host_header.strip())
+    if parsed is None:
+        return None
+    host = parsed[0]
+    return host[1:-1] if host.startswith("[") else host.rstrip(".")
 
 
 def is_ip_address(text: str) -> bool:

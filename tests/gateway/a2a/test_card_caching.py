@@ -17,8 +17,9 @@ import pytest
 from a2a.client import A2ACardResolver
 
 from gateway import GatewayConfig
-from gateway.a2a.card_http import CardSettings, none_match, parse_host
+from gateway.a2a.card_http import CardSettings, none_match
 from gateway.composition import protocol_frontends, start_gateway
+from gateway.host.allowed_hosts import parse_host
 from tests.support.servers import ServerProcess, launch
 
 #: Takes seconds (starts servers): not in `make test-fast`.
