@@ -236,7 +236,7 @@ def _interactive(
         except KeyboardInterrupt:
             err.write(style.dim("\n(interrupted)\n"))
         except (AgentNotFound, Unavailable) as error:
-            if error.reason.startswith("LLM_") or error.reason == "UPSTREAM_UNAVAILABLE":
+            if error.failed_upstream is not None:
                 # The server is there; its model or a network it called failed this turn.
                 err.write(style.red(f"error: {error.message}") + "\n")
                 continue

@@ -44,10 +44,9 @@ def exit_code_of(error: Any) -> int:
     # Lazy: the client library loads when a command runs (module docstring).
     from neuro_san.client import errors
 
-    if error.reason.startswith("LLM_"):
-        return EXIT_LLM
-    if error.reason == "UPSTREAM_UNAVAILABLE":
-        return EXIT_UPSTREAM
+    upstream = error.failed_upstream
+    if upstream is not None:
+        return EXIT_LLM if upstream == "llm" else EXIT_UPSTREAM
     if isinstance(error, errors.AgentNotFound):
         return EXIT_NOT_FOUND
     if isinstance(error, errors.Unavailable):

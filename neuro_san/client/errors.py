@@ -50,6 +50,16 @@ class ClientError(core.NeuroSanError):
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def failed_upstream(self) -> str | None:
+        """``"llm"`` when the server answered but its LLM provider failed, ``"network"`` when a
+        network it called failed (both arrive as UNAVAILABLE, like a server that is down), else None."""
+        if self.reason.startswith("LLM_"):
+            return "llm"
+        if self.reason == "UPSTREAM_UNAVAILABLE":
+            return "network"
+        return None
+
 
 class AgentNotFound(ClientError, core.AgentNotFound):
     code = Code.NOT_FOUND
