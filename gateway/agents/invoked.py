@@ -41,7 +41,15 @@ _STEP_TYPES = frozenset({_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.A
 def chat_request(turn: Turn) -> agent_pb2.ChatRequest:
     """The ChatRequest of ``turn``; raises :class:`InvalidTurn` naming what is wrong."""
     data: dict[str, Any] = {"user_message": dict(turn.user_message)}
-    if turn.chat_context is not None:
+    strict_context: chat_pb2.ChatContext | None = None
+    if turn.strict_context and turn.chat_context is not None:
+        # Parsed once, strictly (unknown fields and enum names refused), and used as it is.
+        strict_context = chat_pb2.ChatContext()
+        try:
+            json_format.ParseDict(dict(turn.chat_context), strict_context)
+        except json_format.ParseError as error:
+            raise InvalidTurn(str(error), "chat_context") from None
+    elif turn.chat_context is not None:
         data["chat_context"] = dict(turn.chat_context)
     if turn.sly_data is not None:
         data["sly_data"] = dict(turn.sly_data)
@@ -49,16 +57,13 @@ def chat_request(turn: Turn) -> agent_pb2.ChatRequest:
         data["chat_filter"] = {"chat_filter_type": turn.chat_filter}
     if turn.stream_tokens:
         data["stream_tokens"] = True
-    if turn.strict_context and turn.chat_context is not None:
-        try:
-            json_format.ParseDict(dict(turn.chat_context), chat_pb2.ChatContext())
-        except json_format.ParseError as error:
-            raise InvalidTurn(str(error), "chat_context") from None
     message = agent_pb2.ChatRequest()
     try:
         _REQUEST_CODEC.fill(_REQUEST_CODEC.normalize(data), message)
     except GatewayError as error:
         raise InvalidTurn(error.message) from None
+    if strict_context is not None:
+        message.chat_context.CopyFrom(strict_context)
     return message
 
 
