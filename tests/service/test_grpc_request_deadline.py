@@ -72,6 +72,10 @@ def test_a_call_whose_request_never_arrives_is_ended() -> None:
         ended, after = _headers_only(server, REQUEST_SECONDS + 5)
         assert ended.get("grpc-status") == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), ended
         assert REQUEST_SECONDS - 0.2 < after < REQUEST_SECONDS + 3
+        # The server's line reaches us through a pipe read by another thread: wait for it.
+        deadline = time.monotonic() + 5
+        while "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS" not in server.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS" in server.log()
         # A streaming-request method (reflection): its first message has the same deadline.
         ended, after = _headers_only(server, REQUEST_SECONDS + 5, REFLECTION)
