@@ -35,12 +35,22 @@ from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format, struct_pb2
 
-from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.outage import OUTAGE_KEY, STATE_UNAVAILABLE, StoreUnavailable
 from gateway.a2a.tasks import OWNER_KEY
-from gateway.agents.interface import Agents, Answer, AnswerDelta, ChatFailed, ChatStream, InvalidTurn, Step, Turn
+from gateway.agents.interface import (
+    Agents,
+    Answer,
+    AnswerDelta,
+    Caller,
+    ChatFailed,
+    ChatStream,
+    InvalidTurn,
+    Step,
+    Turn,
+)
 from gateway.host.errors import RpcFailure
 from gateway.state import SharedState, StateUnavailable
+from gateway.state.conversations import ConversationStore
 from gateway.state.memory import MemoryState
 
 if TYPE_CHECKING:
@@ -151,7 +161,9 @@ class NetworkExecutor(AgentExecutor):
                             steps=thinking, stream_tokens=tokens, strict_context=True)
         state = context.call_context.state
         try:
-            return self._agents.chat(state[AGENT_KEY], turn, state.get(GRPC_METADATA_KEY, [])), thinking
+            # The metadata already carries the private rule (the front-end added it).
+            caller = Caller(state.get(GRPC_METADATA_KEY, []), private_named_only=False)
+            return self._agents.chat(state[AGENT_KEY], turn, caller), thinking
         except InvalidTurn as error:  # only chat_context can be wrong: the rest is built here
             where = f"{METADATA_KEY}.{error.field}" if error.field else METADATA_KEY
             raise InvalidParamsError(message=f"metadata.{where}: {error}") from None

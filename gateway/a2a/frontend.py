@@ -47,7 +47,6 @@ from starlette.routing import Router
 from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi, malformed_rest_body, quiet_sdk_refusals
 from gateway.a2a.card_http import CardPlace, CardSettings, card_place, card_response
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
-from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.executor import NetworkExecutor, call_state
 from gateway.a2a.outage import jsonrpc_answer, met, noting_outages, quiet_sdk_reports, rest_answer
 from gateway.a2a.push import RedisPushConfigStore, RetryingPushSender, check_url
@@ -62,6 +61,7 @@ from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps, json_response
 from gateway.state import StateSettings, process_state, release_state
+from gateway.state.conversations import ConversationStore
 from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
 from neuro_san.core.errors import echo
 

@@ -2,7 +2,7 @@
 
 Tasks are kept only so ``tasks/get``, ``tasks/cancel`` and resubscribe can find a task
 this replica runs or ran; the conversation itself does not depend on them (see
-:mod:`gateway.a2a.conversations`). The owner of a task is a digest of the caller's
+:mod:`gateway.state.conversations`). The owner of a task is a digest of the caller's
 credentials plus the network's name (the front-end sets it), so one API key cannot read
 another's tasks, and a task is found only on its own network's endpoint.
 

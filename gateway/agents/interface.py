@@ -22,6 +22,25 @@ from neuro_san.core.errors import Code
 CallerMetadata = Sequence[tuple[str, str | bytes]]
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks, and under which of the service's rules.
+
+    ``metadata`` is the request's, as ``FrontEndContext.metadata`` builds it. The rules are
+    explicit fields; how they reach the service is the facade's business, not the
+    front-end's.
+    """
+
+    metadata: CallerMetadata
+    #: A private network (``public: false``) is absent unless the caller's key or token
+    #: names it: the rule of every protocol front-end (MCP, A2A, OpenAI, AG-UI). False is
+    #: REST's and gRPC's rule (unlisted but callable by name, as in neuro-san).
+    private_named_only: bool = True
+    #: Answer from the public directory (public networks only) to a caller without
+    #: credentials, even with API keys on: A2A cards, which say how to authenticate.
+    public_directory: bool = False
+
+
 class InvalidTurn(ValueError):
     """A turn the API cannot carry; the message names the field, never echoes values
     (sly_data may hold secrets). ``field``: the turn's field at fault, when known."""
@@ -132,6 +151,44 @@ class ChatFailed:
 ChatEvent = AnswerDelta | Step | Answer | ChatFailed
 
 
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    """One network the caller may see, as a directory lists it."""
+
+    name: str
+    #: The manifest's (or the network's metadata) description, as Concierge lists it.
+    description: str
+    tags: tuple[str, ...] = ()
+    #: Its MCP tool name when the manifest makes it an MCP tool, else None.
+    mcp_tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDescription:
+    """What one network says of itself: its front man's function (``AgentService/Function``)."""
+
+    name: str
+    #: The front man's function description.
+    description: str
+    #: JSON Schema of the front man's ``function.parameters``, when it declares them.
+    parameters: Mapping[str, Any] | None = None
+    #: JSON Schema of the sly_data it takes, when it declares one.
+    sly_data_schema: Mapping[str, Any] | None = None
+
+
+class AgentsFailed(Exception):
+    """A directory call (:meth:`Agents.list`, :meth:`Agents.describe`) failed or was refused:
+    the service's error, read as :class:`ChatFailed` reads it."""
+
+    def __init__(self, failure: RpcFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+    @property
+    def code(self) -> Code:
+        return Code(self.failure.code)
+
+
 class ChatStream(AsyncIterator[ChatEvent]):
     """The events of one chat; an async context manager that closes (cancels) it on exit."""
 
@@ -149,7 +206,16 @@ class ChatStream(AsyncIterator[ChatEvent]):
 class Agents:
     """What front-ends call agents through."""
 
-    def chat(self, agent: str, turn: Turn, caller: CallerMetadata) -> ChatStream:
+    def chat(self, agent: str, turn: Turn, caller: Caller) -> ChatStream:
         """The events of one turn with ``agent``; raises :class:`InvalidTurn` at once (before
         any call) when ``turn`` does not fit the API. The call starts on the first read."""
+        raise NotImplementedError
+
+    async def list(self, caller: Caller) -> list[AgentSummary]:
+        """The networks ``caller`` may see; raises :class:`AgentsFailed`."""
+        raise NotImplementedError
+
+    async def describe(self, agent: str, caller: Caller) -> AgentDescription:
+        """What ``agent`` says of itself; raises :class:`AgentsFailed` (NOT_FOUND for a
+        network the caller may not see, PERMISSION_DENIED…)."""
         raise NotImplementedError

@@ -1,4 +1,5 @@
-"""The facade over the invoker: one turn = one ``AgentService/StreamingChat`` call.
+"""The facade over the invoker: one turn = one ``AgentService/StreamingChat`` call; the
+directory is ``ConciergeService/List`` and ``AgentService/Function``.
 
 This is the one place of the HTTP port's protocol front-ends that reads the chat stream:
 which message types are answer pieces, steps or the answer, what of them a front-end
@@ -14,13 +15,16 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
-from neuro_san.api.grpc import agent_pb2, chat_pb2
+from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
 
 from gateway.agents.interface import (
+    AgentDescription,
     Agents,
+    AgentsFailed,
+    AgentSummary,
     Answer,
     AnswerDelta,
-    CallerMetadata,
+    Caller,
     ChatEvent,
     ChatFailed,
     ChatStream,
@@ -30,6 +34,8 @@ from gateway.agents.interface import (
 )
 from gateway.host.errors import GatewayError, rpc_failure
 from gateway.transcoder.marshal import MessageCodec
+from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
+from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY, MCP_TOOL_TAG_PREFIX
 
 _REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
 _RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
@@ -134,15 +140,68 @@ class _InvokedChat(ChatStream):
             self._call.cancel()
 
 
-class InvokedAgents(Agents):
-    """Agents reached through the invoker's ``StreamingChat`` callable
-    (``FrontEndContext.method("AgentService", "StreamingChat")``)."""
+def caller_metadata(caller: Caller) -> list[tuple[str, str | bytes]]:
+    """The metadata that carries ``caller``'s rules to the service (the keys only
+    front-ends may set: the service believes them from the gateway alone)."""
+    metadata = list(caller.metadata)
+    if caller.private_named_only:
+        metadata.append((PRIVATE_NAMED_ONLY_METADATA_KEY, "true"))
+    if caller.public_directory:
+        metadata.append((PUBLIC_DIRECTORY_METADATA_KEY, "true"))
+    return metadata
 
-    def __init__(self, streaming_chat: Callable[..., Any], deadline_seconds: float | None) -> None:
+
+def _struct(value: Any) -> dict[str, Any] | None:
+    return json_format.MessageToDict(value) if value.ListFields() else None
+
+
+class InvokedAgents(Agents):
+    """Agents reached through the invoker's callables (``FrontEndContext.method``):
+    ``StreamingChat`` for chats, ``ConciergeService/List`` and ``AgentService/Function``
+    for the directory (``lookup_seconds`` bounds those)."""
+
+    def __init__(
+        self, streaming_chat: Callable[..., Any], deadline_seconds: float | None, *,
+        concierge_list: Callable[..., Any] | None = None, function: Callable[..., Any] | None = None,
+        lookup_seconds: float = 10.0,
+    ) -> None:
         self._streaming_chat = streaming_chat
         self._deadline = deadline_seconds
+        self._list = concierge_list
+        self._function = function
+        self._lookup = lookup_seconds
 
-    def chat(self, agent: str, turn: Turn, caller: CallerMetadata) -> ChatStream:
+    def chat(self, agent: str, turn: Turn, caller: Caller) -> ChatStream:
         request = chat_request(turn)
-        metadata = [*caller, ("agent-name", agent)]
+        metadata = [*caller_metadata(caller), ("agent-name", agent)]
         return _InvokedChat(lambda: self._streaming_chat(request, metadata=metadata, timeout=self._deadline))
+
+    async def list(self, caller: Caller) -> list[AgentSummary]:
+        if self._list is None:
+            raise LookupError("this facade was made without ConciergeService/List")
+        metadata = [*caller_metadata(caller), (MCP_LISTING_METADATA_KEY, "true")]
+        try:
+            mcp = await self._list(concierge_pb2.ConciergeRequest(), metadata=metadata, timeout=self._lookup)
+            every = await self._list(concierge_pb2.ConciergeRequest(), metadata=caller_metadata(caller),
+                                     timeout=self._lookup)
+        except grpc.aio.AioRpcError as error:
+            raise AgentsFailed(rpc_failure(error)) from None
+        mcp_names = {}
+        for info in mcp.agents:
+            names = [tag[len(MCP_TOOL_TAG_PREFIX):] for tag in info.tags if tag.startswith(MCP_TOOL_TAG_PREFIX)]
+            if names:
+                mcp_names[info.agent_name] = names[-1]
+        return [AgentSummary(info.agent_name, info.description, tuple(info.tags), mcp_names.get(info.agent_name))
+                for info in every.agents]
+
+    async def describe(self, agent: str, caller: Caller) -> AgentDescription:
+        if self._function is None:
+            raise LookupError("this facade was made without AgentService/Function")
+        metadata = [*caller_metadata(caller), ("agent-name", agent)]
+        try:
+            reply = await self._function(agent_pb2.FunctionRequest(), metadata=metadata, timeout=self._lookup)
+        except grpc.aio.AioRpcError as error:
+            raise AgentsFailed(rpc_failure(error)) from None
+        function = reply.function
+        return AgentDescription(agent, str(function.description), _struct(function.parameters),
+                                _struct(function.sly_data_schema))

@@ -19,7 +19,7 @@ from typing import Any
 
 import mcp_types
 
-from gateway.agents.interface import Agents, Answer, AnswerDelta, ChatFailed, InvalidTurn, Step, Turn
+from gateway.agents.interface import Agents, Answer, AnswerDelta, Caller, ChatFailed, InvalidTurn, Step, Turn
 from gateway.host.bearer import challenge
 from gateway.host.errors import RpcFailure
 from gateway.mcp.protocol import FORBIDDEN, UNAUTHENTICATED, JsonRpcError, wire
@@ -76,7 +76,8 @@ class ToolCaller:
     ) -> dict[str, Any]:
         """The CallToolResult (wire form). Cancelling the awaiting task cancels the chat."""
         try:
-            stream = self._agents.chat(tool.network, chat_turn(arguments, progress is not None), metadata)
+            stream = self._agents.chat(tool.network, chat_turn(arguments, progress is not None),
+                                         Caller(metadata, private_named_only=False))  # metadata has the rule
         except (ValueError, InvalidTurn) as error:
             return tool_error(f"Invalid arguments for tool {tool.name}: {error}")
         answers: list[Answer] = []

@@ -9,8 +9,8 @@ from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.types import Artifact, Task, TaskState, TaskStatus
 
-from gateway.a2a.conversations import ConversationStore
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
+from gateway.state.conversations import ConversationStore
 from gateway.state.memory import LruDocuments, MemoryState
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.network.a2a_refs import a2a_headers, a2a_url, ref_from_dict

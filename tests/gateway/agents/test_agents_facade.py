@@ -20,7 +20,17 @@ from typing import Any
 
 import pytest
 
-from gateway.agents.interface import Answer, AnswerDelta, ChatEvent, ChatFailed, InvalidTurn, Step, Turn
+from gateway.agents.interface import (
+    AgentsFailed,
+    Answer,
+    AnswerDelta,
+    Caller,
+    ChatEvent,
+    ChatFailed,
+    InvalidTurn,
+    Step,
+    Turn,
+)
 from gateway.agents.invoked import InvokedAgents
 from gateway.invokers.inprocess import InProcessInvoker
 from gateway.transcoder.frontend import default_services
@@ -69,10 +79,16 @@ async def served(tmp_path: Path, pace: float = 0.0) -> AsyncIterator[tuple[Strea
         server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[manifest]))
         await server.start()
         invoker = InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
-        route = next(r for r in routes_from_services(default_services()) if r.grpc_path.endswith("/StreamingChat"))
-        chat = Counting(invoker.callable_for(route))
+        routes = routes_from_services(default_services())
+
+        def method(name: str) -> Any:
+            return invoker.callable_for(next(r for r in routes if r.grpc_path.endswith(name)))
+
+        chat = Counting(method("/StreamingChat"))
+        agents = InvokedAgents(chat, 20.0, concierge_list=method("ConciergeService/List"),
+                               function=method("AgentService/Function"))
         try:
-            yield fake, InvokedAgents(chat, 20.0), chat
+            yield fake, agents, chat
         finally:
             await invoker.close()
             await server.stop(0.5)
@@ -90,7 +106,7 @@ def run(tmp_path: Path, body: Body, pace: float = 0.0) -> None:
 
 
 async def _events(agents: InvokedAgents, agent: str, turn: Turn) -> list[ChatEvent]:
-    async with agents.chat(agent, turn, [("request_id", "facade-1")]) as stream:
+    async with agents.chat(agent, turn, Caller([("request_id", "facade-1")])) as stream:
         return [event async for event in stream]
 
 
@@ -138,12 +154,12 @@ def test_a_failure_is_an_event_and_ends_the_stream(tmp_path: Path) -> None:
 def test_a_turn_the_api_cannot_carry_is_refused_before_any_call(tmp_path: Path) -> None:
     async def body(_fake: StreamFake, agents: InvokedAgents, chat: Counting) -> None:
         with pytest.raises(InvalidTurn, match="user_message.text"):
-            agents.chat("talker", Turn({"text": 5}), [])
+            agents.chat("talker", Turn({"text": 5}), Caller([]))
         # A2A's rule: an unknown field of chat_context is refused, not ignored.
         with pytest.raises(InvalidTurn, match="bogus") as caught:
-            agents.chat("talker", Turn.of_text("hi", chat_context={"bogus": 1}, strict_context=True), [])
+            agents.chat("talker", Turn.of_text("hi", chat_context={"bogus": 1}, strict_context=True), Caller([]))
         assert caught.value.field == "chat_context"
-        agents.chat("talker", Turn.of_text("hi", chat_context={"bogus": 1}), [])  # REST's and MCP's: ignored
+        agents.chat("talker", Turn.of_text("hi", chat_context={"bogus": 1}), Caller([]))  # REST's and MCP's: ignored
         assert chat.calls == 0, "nothing was called: a call starts on the first read"
 
     run(tmp_path, body)
@@ -152,7 +168,7 @@ def test_a_turn_the_api_cannot_carry_is_refused_before_any_call(tmp_path: Path) 
 def test_closing_the_stream_cancels_the_chat(tmp_path: Path) -> None:
     async def body(fake: StreamFake, agents: InvokedAgents, _: Counting) -> None:
         fake.enqueue(Script(text=" ".join(f"word{i}" for i in range(200))))
-        stream = agents.chat("talker", Turn.of_text("question?", stream_tokens=True), [])
+        stream = agents.chat("talker", Turn.of_text("question?", stream_tokens=True), Caller([]))
         assert isinstance(await anext(stream), AnswerDelta)
         await stream.aclose()
         await asyncio.wait_for(fake.closed.wait(), 1.0)
@@ -169,7 +185,7 @@ def test_a_cancelled_reader_cancels_the_chat(tmp_path: Path) -> None:
         first = asyncio.Event()
 
         async def read() -> None:
-            async for _event in agents.chat("talker", Turn.of_text("question?", stream_tokens=True), []):
+            async for _event in agents.chat("talker", Turn.of_text("question?", stream_tokens=True), Caller([])):
                 first.set()
 
         reader = asyncio.ensure_future(read())
@@ -181,3 +197,19 @@ def test_a_cancelled_reader_cancels_the_chat(tmp_path: Path) -> None:
         assert fake.replies_finished == 0
 
     run(tmp_path, body, pace=0.05)
+
+
+def test_the_directory_lists_and_describes_through_the_service(tmp_path: Path) -> None:
+    async def body(_fake: StreamFake, agents: InvokedAgents, chat: Counting) -> None:
+        listed = await agents.list(Caller([]))
+        assert sorted(entry.name for entry in listed) == ["other", "talker"]
+        assert {entry.name: entry.mcp_tool for entry in listed} == {"other": "other", "talker": "talker"}
+        other = await agents.describe("other", Caller([]))
+        assert other.description == "Knows."
+        assert other.parameters == {"type": "object", "properties": {"question": {"type": "string"}}}
+        with pytest.raises(AgentsFailed) as failed:
+            await agents.describe("nobody", Caller([]))
+        assert failed.value.code == Code.NOT_FOUND
+        assert chat.calls == 0  # the directory is not a chat
+
+    run(tmp_path, body)
