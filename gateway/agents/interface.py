@@ -51,6 +51,16 @@ class InvalidTurn(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryMessage:
+    """One earlier message of a conversation whose history the client owns (OpenAI's
+    ``messages``, AG-UI's): given to the front man as its history."""
+
+    #: ``"user"`` or ``"assistant"``.
+    role: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
     """One user turn. The mappings are the JSON forms of neuro-san's API (as REST takes
     them); :meth:`of_text` is the common case, a human's text."""
@@ -67,6 +77,9 @@ class Turn:
     #: Refuse unknown fields and enum names in chat_context (A2A's rule) instead of
     #: ignoring them (REST's and MCP's, as grpc-gateway does).
     strict_context: bool = False
+    #: The conversation so far, when the client owns it (instead of ``chat_context``; a
+    #: turn carries one or the other): the front man's history, oldest first.
+    history: tuple[HistoryMessage, ...] = ()
 
     @classmethod
     def of_text(

@@ -46,6 +46,9 @@ _STEP_TYPES = frozenset({_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.A
 
 def chat_request(turn: Turn) -> agent_pb2.ChatRequest:
     """The ChatRequest of ``turn``; raises :class:`InvalidTurn` naming what is wrong."""
+    if turn.history:
+        # TODO(h6): the client-owned history (its service side and its trust rule) lands with the OpenAI front-end.
+        raise InvalidTurn("a client-owned history is not supported yet", "history")
     data: dict[str, Any] = {"user_message": dict(turn.user_message)}
     strict_context: chat_pb2.ChatContext | None = None
     if turn.strict_context and turn.chat_context is not None:
