@@ -3,7 +3,8 @@
 The host (:mod:`gateway.host`) imports no front-end; the front-ends import only the
 host's seam and the invoker interface. This module, and only it, knows every room: the
 REST transcoder (always), MCP (unless ``AGENT_MCP_ENABLE=false``), A2A (unless
-``AGENT_A2A_ENABLE=false``), and the playground (or, with it off, neuro-san's health answer
+``AGENT_A2A_ENABLE=false``), the OpenAI-compatible API (unless ``AGENT_OPENAI_ENABLE=false``),
+and the playground (or, with it off, neuro-san's health answer
 at ``/``). ``neuro-san serve`` and the standalone ``neuro-san gateway`` both start the HTTP
 port through :func:`start_gateway`, so they serve the same house.
 """
@@ -26,6 +27,7 @@ from gateway.host.frontends import FrontEndFactory
 from gateway.host.server import GatewayHandle, start_host
 from gateway.invokers.interface import Invoker, methods_of
 from gateway.mcp import mcp_frontends
+from gateway.openai import openai_frontends
 from gateway.playground import make_frontend
 from gateway.state import StateSettings
 from gateway.transcoder.frontend import default_services, rest_frontend
@@ -38,7 +40,7 @@ def protocol_frontends(
     *, playground: bool, env: Mapping[str, str] | None = None, a2a_grpc: A2AGrpcBinding | None = None
 ) -> list[FrontEndFactory]:
     """The front-ends beside REST: MCP (switched by ``AGENT_MCP_ENABLE``), A2A (switched by
-    ``AGENT_A2A_ENABLE``), the OAuth
+    ``AGENT_A2A_ENABLE``), OpenAI's ``/v1`` (``AGENT_OPENAI_ENABLE``), the OAuth
     resource metadata (only with ``AGENT_OAUTH_ISSUER``), the playground. ``a2a_grpc``: A2A's
     gRPC binding, registered on the gRPC server of ``neuro-san serve``, which shares the A2A
     front-end.
@@ -52,8 +54,8 @@ def protocol_frontends(
     signer_from_env(env)  # AGENT_A2A_PUSH_SIGNING_KEY_FILE: readable, and a key we can sign with
     CardSettings.from_env(env)  # AGENT_HTTP_PUBLIC_URL, AGENT_GRPC_PUBLIC_TARGET, AGENT_A2A_CARD_MAX_AGE
     a2a = a2a_frontends(a2a_grpc) if a2a_enabled(env) else []
-    return [*mcp_frontends(dict(env) if env is not None else None), *a2a, *oauth_frontends(env),
-            make_frontend(playground)]
+    return [*mcp_frontends(dict(env) if env is not None else None), *a2a, *openai_frontends(env),
+            *oauth_frontends(env), make_frontend(playground)]
 
 
 async def start_gateway(

@@ -78,7 +78,9 @@ class Turn:
     #: ignoring them (REST's and MCP's, as grpc-gateway does).
     strict_context: bool = False
     #: The conversation so far, when the client owns it (instead of ``chat_context``; a
-    #: turn carries one or the other): the front man's history, oldest first.
+    #: turn carries one or the other): the front man's history, oldest first. The service
+    #: restores it as it restores a chat_context (HUMAN/AI only, bounded) but without a
+    #: signature: on the facade's word, which only the server's own front-ends can give.
     history: tuple[HistoryMessage, ...] = ()
 
     @classmethod
@@ -130,6 +132,10 @@ class Answer:
     #: None when the answer carries none.
     chat_context: Mapping[str, Any] | None = None
     sly_data: Mapping[str, Any] = field(default_factory=dict)
+    #: The request's token total (``runtime/usage_report.py``'s report: ``total_tokens``,
+    #: ``prompt_tokens``, ``completion_tokens``, ``models``…), when the chat ran with the
+    #: MAXIMAL filter (the service reports usage only there); else None.
+    usage: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

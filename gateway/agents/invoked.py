@@ -10,6 +10,7 @@ same as REST's.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from gateway.agents.interface import (
     ChatEvent,
     ChatFailed,
     ChatStream,
+    HistoryMessage,
     InvalidTurn,
     Step,
     Turn,
@@ -35,21 +37,25 @@ from gateway.agents.interface import (
 from gateway.host.errors import GatewayError, rpc_failure
 from gateway.transcoder.marshal import MessageCodec
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
+from neuro_san.core.internal_metadata import CLIENT_HISTORY_KEY
 from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY, MCP_TOOL_TAG_PREFIX
+from neuro_san.core.messages import CLIENT_HISTORY_TOOL
 
 _REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
 _RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
 _Type = chat_pb2.ChatMessage
 #: What is a step; SYSTEM (the prompt) and HUMAN (the user's own text) are no news to the client.
 _STEP_TYPES = frozenset({_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.AGENT_PROGRESS})
+_HISTORY_TYPES = {"user": "HUMAN", "assistant": "AI"}
 
 
 def chat_request(turn: Turn) -> agent_pb2.ChatRequest:
     """The ChatRequest of ``turn``; raises :class:`InvalidTurn` naming what is wrong."""
-    if turn.history:
-        # TODO(h6): the client-owned history (its service side and its trust rule) lands with the OpenAI front-end.
-        raise InvalidTurn("a client-owned history is not supported yet", "history")
     data: dict[str, Any] = {"user_message": dict(turn.user_message)}
+    if turn.history:
+        if turn.chat_context is not None:
+            raise InvalidTurn("a turn carries a chat_context or a history, not both", "history")
+        data["chat_context"] = _client_history(turn.history)
     strict_context: chat_pb2.ChatContext | None = None
     if turn.strict_context and turn.chat_context is not None:
         # Parsed once, strictly (unknown fields and enum names refused), and used as it is.
@@ -74,6 +80,25 @@ def chat_request(turn: Turn) -> agent_pb2.ChatRequest:
     if strict_context is not None:
         message.chat_context.CopyFrom(strict_context)
     return message
+
+
+def _client_history(history: tuple[HistoryMessage, ...]) -> dict[str, Any]:
+    """The chat_context of a client-owned history: its one history under the reserved
+    origin, which the service restores as the front man's only on our word
+    (:data:`~neuro_san.core.internal_metadata.CLIENT_HISTORY_KEY`, added by ``chat``)."""
+    messages = []
+    for message in history:
+        if message.role not in _HISTORY_TYPES:
+            raise InvalidTurn(f"a history message's role is 'user' or 'assistant', not {message.role!r}", "history")
+        messages.append({"type": _HISTORY_TYPES[message.role], "text": message.text})
+    return {"chat_histories": [{"origin": [{"tool": CLIENT_HISTORY_TOOL}], "messages": messages}]}
+
+
+def is_usage_report(origin_length: int, structure: Any) -> bool:
+    """Whether a step is the request's token total (``runtime/usage_report.py``: the front
+    man's last report, the one with ``models``)."""
+    return origin_length == 1 and isinstance(structure, Mapping) and "models" in structure \
+        and "total_tokens" in structure
 
 
 def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
@@ -114,6 +139,7 @@ class _InvokedChat(ChatStream):
         self._start = start
         self._call: Any = None
         self._over = False
+        self._usage: Mapping[str, Any] | None = None
 
     async def __anext__(self) -> ChatEvent:
         if self._over:
@@ -123,6 +149,10 @@ class _InvokedChat(ChatStream):
         try:
             while (reply := await self._call.read()) is not grpc.aio.EOF:
                 event = event_of(reply)
+                if isinstance(event, Step) and is_usage_report(len(event.origin), event.structure):
+                    self._usage = event.structure
+                elif isinstance(event, Answer) and self._usage is not None:
+                    event = dataclasses.replace(event, usage=self._usage)
                 if event is not None:
                     return event
         except grpc.aio.AioRpcError as error:
@@ -177,6 +207,8 @@ class InvokedAgents(Agents):
     def chat(self, agent: str, turn: Turn, caller: Caller) -> ChatStream:
         request = chat_request(turn)
         metadata = [*caller_metadata(caller), ("agent-name", agent)]
+        if turn.history:
+            metadata.append((CLIENT_HISTORY_KEY, "true"))
         return _InvokedChat(lambda: self._streaming_chat(request, metadata=metadata, timeout=self._deadline))
 
     async def list(self, caller: Caller) -> list[AgentSummary]:

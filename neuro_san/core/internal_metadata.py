@@ -3,7 +3,8 @@
 The front-ends on the HTTP port tell the service layer facts a client must never assert:
 "this is the public directory, answer without credentials" (A2A cards),
 "a private network is absent unless the key names it" (MCP, A2A), "list only the MCP tools",
-"the HTTP client's address is …" (per-address rate limits). They travel as request metadata,
+"the HTTP client's address is …" (per-address rate limits), "this chat_context is a history the
+client owns, not one this server signed" (OpenAI, AG-UI). They travel as request metadata,
 so they are internal by construction:
 
 - at the HTTP edge, :class:`gateway.host.metadata.HeaderMapper` never turns a header into one of
@@ -44,6 +45,11 @@ IN_PROCESS_PEER = "local:in-process"
 #: The agent a call names (gRPC clients send it; over HTTP the gateway alone sets it).
 AGENT_NAME_KEY = "agent-name"
 
+#: "This request's chat_context is a history the client owns" (OpenAI, AG-UI): restored
+#: without a signature (``ChatRequest.client_history``), so only the server's own front-ends
+#: may say it (a privileged key).
+CLIENT_HISTORY_KEY = "neuro-san-client-history"
+
 #: Carries this process's token on the gateway's own calls over a gRPC hop.
 INTERNAL_TOKEN_KEY = "neuro-san-internal-token"
 #: A secret shared by a server and its standalone gateways (see the module's docstring).
@@ -57,15 +63,23 @@ _SHARED = False
 #: Every key only the server's own front-ends may set.
 INTERNAL_METADATA_KEYS = frozenset(
     {PUBLIC_DIRECTORY_METADATA_KEY, PRIVATE_NAMED_ONLY_METADATA_KEY, MCP_LISTING_METADATA_KEY, CLIENT_ADDRESS_KEY,
-     INTERNAL_TOKEN_KEY}
+     INTERNAL_TOKEN_KEY, CLIENT_HISTORY_KEY}
 )
 #: What an HTTP client may not set by a header: the internal keys and the agent's name.
 GATEWAY_OWNED_KEYS = INTERNAL_METADATA_KEYS | {AGENT_NAME_KEY}
 #: The internal keys that grant something (an answer without credentials, another client's
-#: address for the limits), which a gRPC call must prove it may send. The others only narrow
-#: what the caller itself sees (private networks hidden, the listing cut to MCP's view), so a
-#: raw gRPC client, or a standalone gateway in another process, may send them.
-PRIVILEGED_METADATA_KEYS = frozenset({PUBLIC_DIRECTORY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY})
+#: address for the limits, an unsigned chat_context believed), which a gRPC call must prove it
+#: may send. The others only narrow what the caller itself sees (private networks hidden, the
+#: listing cut to MCP's view), so a raw gRPC client, or a standalone gateway in another process, may send them.
+PRIVILEGED_METADATA_KEYS = frozenset(
+    {PUBLIC_DIRECTORY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY, CLIENT_HISTORY_KEY}
+)
+
+
+def client_history(metadata: Iterable[tuple[str, Any]]) -> bool:
+    """Whether the (already :func:`inbound_metadata`-filtered) metadata says the chat_context
+    is a client-owned history."""
+    return any(str(key).lower() == CLIENT_HISTORY_KEY and value == "true" for key, value in metadata)
 
 
 def inbound_metadata(metadata: Iterable[tuple[str, Any]] | None, peer: str | None) -> tuple[tuple[str, Any], ...]:

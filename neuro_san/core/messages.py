@@ -117,6 +117,15 @@ class ChatContext:
     chat_histories: list[ChatHistory] = field(default_factory=list)
 
 
+#: The origin of the one history of a chat_context whose history the client owns (see
+#: ``ChatRequest.client_history``); a reserved name, never an agent's.
+CLIENT_HISTORY_TOOL = "neuro-san.client-history"
+
+#: Appended to an answer the model's output token limit cut off, so nobody takes it whole
+#: (front-ends read it too: OpenAI's ``finish_reason: length``).
+TRUNCATION_CAVEAT = "[Caveat: this answer was cut off at the model's output token limit (max_tokens).]"
+
+
 @dataclass(slots=True)
 class ChatRequest:
     """One turn of a conversation, as the runtime sees it.
@@ -138,6 +147,10 @@ class ChatRequest:
     on_usage: Callable[[int], None] | None = None
     #: Whether to stream TOKEN_DELTA messages; None: the network's default.
     stream_tokens: bool | None = None
+    #: The chat_context carries a history the client owns (OpenAI's ``messages``, AG-UI's),
+    #: unsigned, under :data:`CLIENT_HISTORY_TOOL`: set by the service only for the server's
+    #: own front-ends (``core/internal_metadata.CLIENT_HISTORY_KEY``), never from a client.
+    client_history: bool = False
 
 
 @dataclass(frozen=True, slots=True)

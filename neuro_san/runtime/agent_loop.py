@@ -13,7 +13,7 @@ import logging
 import time
 
 from neuro_san.core.errors import LimitExceeded
-from neuro_san.core.messages import MessageType, OriginPath, origin_str
+from neuro_san.core.messages import TRUNCATION_CAVEAT, MessageType, OriginPath, origin_str
 from neuro_san.llm.interface import DeltaSink, LlmMessage, Model, ModelResponse, ToolSpec
 from neuro_san.middleware.chain import middleware_chain
 from neuro_san.network.spec import AgentSpec
@@ -24,8 +24,6 @@ from neuro_san.runtime.transcript import note_tool_result
 from neuro_san.runtime.usage_report import add_caveat, agent_usage, record_llm_call
 
 log = logging.getLogger(__name__)
-#: Appended to an answer the model's output token limit cut off, so nobody takes it whole.
-TRUNCATION_CAVEAT = "[Caveat: this answer was cut off at the model's output token limit (max_tokens).]"
 
 
 async def run_llm_agent(

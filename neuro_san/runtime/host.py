@@ -33,7 +33,13 @@ from neuro_san.runtime.agent_loop import run_llm_agent
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.context import Journal, RequestContext, TokenScope
 from neuro_san.runtime.external import ExternalAgents, RemoteFactory
-from neuro_san.runtime.history import next_context, restore_history, to_llm_messages
+from neuro_san.runtime.history import (
+    next_context,
+    refuse_client_history,
+    restore_client_history,
+    restore_history,
+    to_llm_messages,
+)
 from neuro_san.runtime.mcp_tools import McpClients
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.tool_binding import AgentToolBinder
@@ -261,9 +267,14 @@ class NetworkHost:
         front = network.front
         origin = ctx.instantiate((), front.name)
         incoming = request.chat_context
-        if self._signer is not None and incoming is not None and incoming.chat_histories:
-            incoming = self._signer.verify(incoming)
-        prior = restore_history(incoming, front.name)
+        if request.client_history:
+            # The client owns its history (our OpenAI / AG-UI front-end said so): nothing to verify.
+            prior = restore_client_history(incoming)
+        else:
+            refuse_client_history(incoming)
+            if self._signer is not None and incoming is not None and incoming.chat_histories:
+                incoming = self._signer.verify(incoming)
+            prior = restore_history(incoming, front.name)
         with request_usage() as usage, front_man_transcript(origin) as transcript:
             answer = await run_llm_agent(
                 ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior

@@ -34,7 +34,7 @@ from neuro_san.core.access import (
 )
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
 from neuro_san.core.host import AgentHost
-from neuro_san.core.internal_metadata import AGENT_NAME_KEY, inbound_metadata
+from neuro_san.core.internal_metadata import AGENT_NAME_KEY, client_history, inbound_metadata
 from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
@@ -283,6 +283,8 @@ class AgentRouter(grpc.GenericRpcHandler):
                     async with self._gate.chat(caller, limits) as on_usage:
                         chat_request = convert.request_from_proto(request, self._metadata(call.metadata))
                         chat_request.on_usage = on_usage
+                        # Believed only from our own front-ends: inbound_metadata dropped it otherwise.
+                        chat_request.client_history = client_history(call.metadata)
                         echo = request if chat_request.chat_filter.is_maximal else None
                         stream = self._host.chat(name, chat_request)
                         try:
