@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from neuro_san.core.errors import Code
-from neuro_san.core.messages import MessageType
+from neuro_san.core.messages import TRUNCATION_CAVEAT, MessageType
 from neuro_san.llm.errors import LlmKeyMissing
-from neuro_san.runtime.agent_loop import TRUNCATION_CAVEAT
 from tests.fakes import provider_bodies as bodies
 from tests.fakes.provider_fake import ProviderFake, Seen
 from tests.support.runtime import make_host, run_chat
