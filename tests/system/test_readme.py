@@ -91,6 +91,10 @@ AGENT_SERVICE = "dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService"
 
 def expectations(command: str) -> list[str]:
     """What a README command must print: every string listed."""
+    if command.endswith("/v1/models"):
+        return ['"object":"model"', '"id":"math_guy"']
+    if "/v1/chat/completions" in command:
+        return ['"object":"chat.completion"', '"content":"The answer is 42."', '"finish_reason":"stop"']
     if "hello world" in command and "curl " in command:  # curl and grpcurl: raw messages
         return ["AGENT_FRAMEWORK", "Announcement: Greetings, planet!", "chat_context"]
     if command.startswith("neuro-san chat hello_world"):
@@ -148,7 +152,7 @@ def test_the_readme_shows_what_the_issue_asks_for() -> None:
     assert any(c.startswith("make run") for c in commands)
     assert any(c.startswith("curl") for c in commands) and any(c.startswith("grpcurl") for c in commands)
     assert any(c.startswith("neuro-san chat") for c in commands)
-    assert len(readme_blocks("python", readme_text())) == 3 and len(readme_blocks("hocon")) == 2
+    assert len(readme_blocks("python", readme_text())) == 4 and len(readme_blocks("hocon")) == 2
     assert any("AGENT_LLM_OVERRIDE=" in c for c in commands)
 
 
@@ -244,6 +248,17 @@ def test_readme_python_example(live: ServerProcess, transport: str) -> None:
     assert {"hello_world", "echo", "math_guy"} <= set(eval(names))  # noqa: S307 - a printed list of str
     # The second answer names the first question: the conversation was carried.
     assert (first, second) == ("The answer is 42.", "You asked: What is 6 * 7?")
+
+
+def test_readme_openai_example(live: ServerProcess) -> None:
+    """The OpenAI SDK snippet: a chat completion, then a response continued by its id."""
+    [example] = [b for b in readme_blocks("python") if "from openai import OpenAI" in b]
+    example = example.replace(":" + README_HTTP_PORT, f":{live.http_port}")
+    result = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=COMMAND_TIMEOUT, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr + live.log()[-2000:]
+    assert result.stdout.splitlines() == ["The answer is 42.", "You asked: What is 6 * 7?"]
 
 
 @pytest.mark.parametrize("binding", ["jsonrpc", "grpc"])
