@@ -86,23 +86,31 @@ async def _resolve(host_port: str) -> tuple[str, int]:
     return str(infos[0][4][0]), int(port_text)
 
 
-class _ProcessToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+class _ProcessToken:
     """Adds this process's internal token to every call, so that ``serve``'s own server believes
     the internal keys its front-ends set when they call it over the gRPC hop
     (``AGENT_GATEWAY_INVOKER=grpc``), or a server sharing AGENT_INTERNAL_TOKEN believes a
     standalone gateway's. Only on those channels: the token never goes to another server."""
 
     @staticmethod
-    def _details(details: Any) -> Any:
+    def details(details: Any) -> Any:
         metadata = grpc.aio.Metadata(*(details.metadata or ()))
         metadata.add(INTERNAL_TOKEN_KEY, internal_token())
         return details._replace(metadata=metadata)
 
+
+class _UnaryToken(grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(self._details(client_call_details), request)
+        return await continuation(_ProcessToken.details(client_call_details), request)
+
+
+class _StreamingToken(grpc.aio.UnaryStreamClientInterceptor):
+    """Its own class: grpc.aio files an interceptor under the first kind it is (an
+    ``elif`` chain), so one class of both kinds never saw a streaming call (StreamingChat
+    went without the token)."""
 
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(self._details(client_call_details), request)
+        return await continuation(_ProcessToken.details(client_call_details), request)
 
 
 class GrpcInvoker(Invoker):
@@ -140,7 +148,7 @@ class GrpcInvoker(Invoker):
             keepalive_seconds=keepalive_seconds,
             server_name=server_name,
         )
-        interceptors = [_ProcessToken()] if send_internal_token else []
+        interceptors: list[Any] = [_UnaryToken(), _StreamingToken()] if send_internal_token else []
         if credentials is not None:
             channel = grpc.aio.secure_channel(resolved, credentials, options=options, interceptors=interceptors)
         else:
