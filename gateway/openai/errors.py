@@ -18,7 +18,7 @@ from aiohttp import web
 from gateway.agents.interface import AgentsFailed, ChatFailed
 from gateway.host.errors import GatewayError, RpcFailure
 from gateway.host.responses import dumps, json_response
-from neuro_san.core.errors import Code, echo
+from neuro_san.core.errors import Code, clip, echo
 
 log = logging.getLogger(__name__)
 
@@ -90,5 +90,5 @@ def openai_refusal(error: GatewayError) -> web.Response:
 def answered(request: web.Request, error: OpenAiError) -> web.Response:
     """``error`` as the response, and its one log line (a client's mistake is no traceback)."""
     level = logging.WARNING if error.status >= 500 else logging.INFO
-    log.log(level, "OpenAI API %s %s: %d %s", request.method, request.path, error.status, error.message)
+    log.log(level, "OpenAI API %s %s: %d %s", request.method, clip(request.path), error.status, error.message)
     return error.response()

@@ -64,13 +64,9 @@ def thinking(step: Step) -> str:
     """A step as a line of ``reasoning_content`` (the thinking Open WebUI and others show):
     who speaks and what, a tool call's arguments or result; "" for what is no thought (the
     token accounting, keep-alives)."""
-    if is_usage_report(len(step.origin), step.structure) or step.kind == "AGENT_PROGRESS":
-        return ""
     text = step.text.strip()
-    if not text and isinstance(step.structure, Mapping) and "total_tokens" in step.structure:
-        return ""  # an agent's own token report
-    if not text:
-        return ""
+    if not text or step.kind == "AGENT_PROGRESS" or is_usage_report(len(step.origin), step.structure):
+        return ""  # token reports have no text; keep-alives and progress are no thought
     return f"[{'.'.join(step.origin) or 'network'}] {text}\n"
 
 

@@ -6,6 +6,7 @@ invoker), on loopback. The tests talk to it with OpenAI's own SDK."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -67,19 +68,27 @@ class Rig:
 async def served(
     folder: Path, *, pace: float = 0.0, keys: str = "", chat_context_key: bytes | None = None,
     limits: CallerLimits | None = None, env: dict[str, str] | None = None, config: GatewayConfig | None = None,
+    keys_file: Path | None = None, via: str = "in-process",
 ) -> AsyncIterator[Rig]:
+    """``via``: the gateway calls the service in-process (``serve``'s default), over gRPC
+    with the internal token (``grpc-token``: ``AGENT_GATEWAY_INVOKER=grpc``, or a standalone
+    gateway sharing ``AGENT_INTERNAL_TOKEN``) or without it (``grpc``: a standalone gateway
+    the server does not trust)."""
     async with StreamFake(pace=pace, awkward=False) as fake:
         llm = fake.llm_config("openai", max_attempts=1)
         dead = {**llm, "openai_api_base": f"http://127.0.0.1:{free_port()}/v1"}
         manifest = networks(folder, llm, dead)
         server = AgentServer(ServerConfig(
             host="127.0.0.1", port=0, manifest_paths=[manifest], chat_context_key=chat_context_key,
-            access=AccessPolicy.from_env({"AGENT_API_KEYS": keys}), rate_limits=limits or CallerLimits(),
+            access=AccessPolicy.from_env({"AGENT_API_KEYS": keys, "AGENT_API_KEYS_FILE": str(keys_file or "")}),
+            rate_limits=limits or CallerLimits(),
         ))
         await server.start()
-        invoker = InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+        invoker = (InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
+                   if via == "in-process" else server.internal_target)
         frontends = protocol_frontends(playground=False, env=env or {})
-        gateway = await start_gateway(invoker, "127.0.0.1", 0, config or GatewayConfig(), frontends=frontends)
+        settings = dataclasses.replace(config or GatewayConfig(), send_internal_token=via == "grpc-token")
+        gateway = await start_gateway(invoker, "127.0.0.1", 0, settings, frontends=frontends)
         try:
             yield Rig(fake, f"http://127.0.0.1:{gateway.port}", server)
         finally:

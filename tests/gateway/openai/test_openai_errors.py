@@ -23,6 +23,7 @@ import openai
 import pytest
 
 from gateway import GatewayConfig
+from gateway.composition import protocol_frontends
 from neuro_san.core.messages import CLIENT_HISTORY_TOOL
 from neuro_san.core.rate_limits import CallerLimits
 from tests.fakes.stream_wire import Script
@@ -239,3 +240,53 @@ def test_a_grpc_client_cannot_claim_the_front_ends_word(tmp_path: Path) -> None:
         assert rig.fake.requests == []
 
     run(tmp_path, body)
+
+
+@pytest.mark.parametrize("via", ["grpc-token", "grpc"])
+def test_a_gateway_over_grpc_needs_the_internal_token_for_a_history(tmp_path: Path, via: str) -> None:
+    """With the token (``serve``'s own gRPC hop, or ``AGENT_INTERNAL_TOKEN``) the history is
+    the front man's; without it (a standalone gateway the server does not trust) the request
+    is a 400 that says what is missing, not a history silently dropped."""
+    async def body(rig: Rig) -> None:
+        messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, *USER]
+        async with sdk(rig) as client:
+            if via == "grpc-token":
+                await client.chat.completions.create(model="talker", messages=messages)
+                assert [m for m in rig.fake.requests[-1].body["messages"] if m["content"] == "a1"]
+            else:
+                with pytest.raises(openai.BadRequestError) as refused:
+                    await client.chat.completions.create(model="talker", messages=messages)
+                assert "AGENT_INTERNAL_TOKEN" in refused.value.message
+                # A turn without history needs no trust.
+                await client.chat.completions.create(model="talker", messages=USER)
+
+    run(tmp_path, body, via=via, chat_context_key=b"k" * 32)
+
+
+def test_a_private_network_is_a_model_for_a_key_that_names_it(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"keys": [{"key": KEY, "agents": ["talker", "secret"]},
+                                         {"key": "every-key-0123456789", "agents": ["*"]}]}))
+
+    async def body(rig: Rig) -> None:
+        async with sdk(rig, key=KEY) as client:
+            assert "secret" in {m.id async for m in client.models.list()}
+            assert (await client.models.retrieve("secret")).id == "secret"
+            await client.chat.completions.create(model="secret", messages=USER)
+        async with sdk(rig, key="every-key-0123456789") as client:
+            assert "secret" not in {m.id async for m in client.models.list()}
+            with pytest.raises(openai.NotFoundError):
+                await client.chat.completions.create(model="secret", messages=USER)
+
+    run(tmp_path, body, keys_file=keys)
+
+
+def test_the_switch(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="AGENT_OPENAI_ENABLE"):
+        protocol_frontends(playground=False, env={"AGENT_OPENAI_ENABLE": "nah"})
+
+    async def body(rig: Rig) -> None:
+        async with aiohttp.ClientSession() as session, session.get(rig.v1 + "/models") as response:
+            assert response.status == 404
+
+    run(tmp_path, body, env={"AGENT_OPENAI_ENABLE": "false"})
