@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import httpx
 import openai
 import pytest
 
@@ -37,13 +37,13 @@ def test_previous_response_id_continues_on_any_replica(rig: tuple[FakeLlmServer,
     fake, running = rig
     served: list[str] = []
 
-    def seen(response: httpx.Response) -> None:
+    def seen(response: Any) -> None:
         served.append(response.headers.get(SERVED_BY, ""))
 
-    http = httpx.Client(event_hooks={"response": [seen]})
+    http = openai.DefaultHttpxClient(event_hooks={"response": [seen]})
     with openai.OpenAI(base_url=f"{running.http_base}/v1", api_key="unused", max_retries=0, http_client=http) as client:
-        previous = None
-        for turn in range(4):
+        previous = client.responses.create(model="hello_world", input="turn 0").id
+        for turn in range(1, 4):
             response = client.responses.create(model="hello_world", input=f"turn {turn}",
                                                previous_response_id=previous)
             assert response.status == "completed" and response.output_text

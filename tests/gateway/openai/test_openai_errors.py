@@ -18,7 +18,6 @@ from typing import Any
 
 import aiohttp
 import grpc
-import httpx
 import openai
 import pytest
 
@@ -32,7 +31,7 @@ from tests.gateway.openai.rig import ANSWER, KEY, Rig, served
 pytestmark = pytest.mark.slow
 
 Body = Callable[[Rig], Awaitable[None]]
-USER = [{"role": "user", "content": "question?"}]
+USER: list[Any] = [{"role": "user", "content": "question?"}]
 
 
 def run(tmp_path: Path, body: Body, **options: Any) -> None:
@@ -133,11 +132,11 @@ def test_the_sdk_retries_a_rate_limit_after_its_retry_after(tmp_path: Path) -> N
         statuses: list[int] = []
         retry_after: list[str | None] = []
 
-        async def seen(response: httpx.Response) -> None:
+        async def seen(response: Any) -> None:
             statuses.append(response.status_code)
             retry_after.append(response.headers.get("retry-after"))
 
-        http = httpx.AsyncClient(event_hooks={"response": [seen]})
+        http = openai.DefaultAsyncHttpxClient(event_hooks={"response": [seen]})
         async with sdk(rig, retries=3, http_client=http) as client:
             for _ in range(2):
                 completion = await client.chat.completions.create(model="talker", messages=USER)
@@ -248,7 +247,7 @@ def test_a_gateway_over_grpc_needs_the_internal_token_for_a_history(tmp_path: Pa
     the front man's; without it (a standalone gateway the server does not trust) the request
     is a 400 that says what is missing, not a history silently dropped."""
     async def body(rig: Rig) -> None:
-        messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, *USER]
+        messages: list[Any] = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}, *USER]
         async with sdk(rig) as client:
             if via == "grpc-token":
                 await client.chat.completions.create(model="talker", messages=messages)
