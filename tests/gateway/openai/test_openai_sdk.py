@@ -222,3 +222,18 @@ def test_responses_stream_their_events_in_order(tmp_path: Path) -> None:
         assert nxt.status == "completed"
 
     run(tmp_path, body, pace=0.02)
+
+
+def test_a_client_that_stops_reading_cancels_the_chat(tmp_path: Path) -> None:
+    async def body(rig: Rig, client: openai.AsyncOpenAI) -> None:
+        rig.fake.enqueue(Script(text=" ".join([ANSWER] * 6)))
+        stream = await client.chat.completions.create(
+            model="talker", messages=[{"role": "user", "content": "question?"}], stream=True)
+        async for chunk in stream:
+            if any(choice.delta.content for choice in chunk.choices):
+                break
+        await stream.close()
+        await asyncio.wait_for(rig.fake.closed.wait(), 10)  # the provider connection closed…
+        assert rig.fake.replies_finished == 0  # …before its reply was over
+
+    run(tmp_path, body, pace=0.1)
