@@ -23,10 +23,11 @@ from typing import Any
 from bench import procs
 from bench.run import Settings, _ratio, closed_spec, repeat
 
-#: The bench's chats are REST ones: A2A, whose tasks several workers could share only through
-#: Redis (``serve --workers`` refuses it otherwise), is off on the servers S7 and S8 compare
-#: across worker counts (on both sides of S8's comparisons).
-WORKERS_ENV = {"AGENT_A2A_ENABLE": "false"}
+#: The bench's chats are REST ones: A2A and the OpenAI API, whose tasks and stored responses
+#: several workers could share only through Redis (``serve --workers`` refuses them
+#: otherwise), are off on the servers S7 and S8 compare across worker counts (on both sides
+#: of S8's comparisons).
+WORKERS_ENV = {"AGENT_A2A_ENABLE": "false", "AGENT_OPENAI_ENABLE": "false"}
 
 #: Descriptors a server needs beyond its client and LLM sockets (files, pipes, grpc).
 _SPARE_DESCRIPTORS = 512

@@ -52,10 +52,10 @@ class OpenAiFrontEnd:
             concierge_list=context.method("ConciergeService", "List"),
             function=context.method("AgentService", "Function"),
         )
-        self._state = process_state()
-        heartbeat = context.config.keepalive_seconds
-        self._responses = ResponsesApi(self._agents, ConversationStore(self._state, namespace=NAMESPACE), heartbeat)
-        self._heartbeat = heartbeat
+        self._heartbeat = context.config.keepalive_seconds
+        #: Made on the first /v1/responses request: the shared state is taken (and, with
+        #: Redis, connected) only by a server whose clients use it, as A2A's and MCP's.
+        self._responses_api: ResponsesApi | None = None
         #: A model's ``created``: networks carry no creation time, so the server's start.
         self._created = int(time.time())
 
@@ -69,7 +69,15 @@ class OpenAiFrontEnd:
                 for method, path, name in OPENAI_PATHS]
 
     async def close(self) -> None:
-        await release_state()
+        if self._responses_api is not None:
+            await release_state()
+
+    @property
+    def _responses(self) -> ResponsesApi:
+        if self._responses_api is None:
+            store = ConversationStore(process_state(), namespace=NAMESPACE)
+            self._responses_api = ResponsesApi(self._agents, store, self._heartbeat)
+        return self._responses_api
 
     def _caller(self, request: web.Request) -> Caller:
         return Caller(self._context.metadata(request))

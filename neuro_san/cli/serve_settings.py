@@ -51,6 +51,15 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return config
 
 
+def openai_served(args: argparse.Namespace) -> bool:
+    """The OpenAI-compatible API is served with HTTP, unless ``AGENT_OPENAI_ENABLE=false``."""
+    if args.no_http:
+        return False
+    from gateway.openai.switch import openai_enabled  # the HTTP side only when HTTP is served
+
+    return openai_enabled()
+
+
 def a2a_served(args: argparse.Namespace) -> bool:
     """A2A is served with HTTP only (its gRPC binding shares the HTTP port's front-end), and
     unless ``AGENT_A2A_ENABLE=false``; ValueError for a value that is neither."""

@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from neuro_san.cli.serve_settings import a2a_served, config_from_args
+from neuro_san.cli.serve_settings import a2a_served, config_from_args, openai_served
 
 if TYPE_CHECKING:
     from neuro_san.service.server import ServerConfig
@@ -230,9 +230,10 @@ def _per_worker_state(args: argparse.Namespace, config: ServerConfig) -> list[st
     """What would be each worker's own without Redis, said with how to share it or turn it
     off. The kernel hands each new connection to any worker, so state one worker keeps is
     missing on the others: a client would see it come and go (an A2A GetTask finding its task
-    on one connection and not on the next), and a per-caller limit would count per worker,
-    several times what it says. MCP is not here: all it keeps is calls in flight, and a
-    cancellation that reaches another worker doing nothing is what its spec allows."""
+    on one connection and not on the next, an OpenAI ``previous_response_id`` not found), and
+    a per-caller limit would count per worker, several times what it says. MCP is not here:
+    all it keeps is calls in flight, and a cancellation that reaches another worker doing
+    nothing is what its spec allows."""
     from gateway.state.interface import REDIS_URL_ENV  # names only: imports no Redis client
 
     env = os.environ
@@ -241,6 +242,10 @@ def _per_worker_state(args: argparse.Namespace, config: ServerConfig) -> list[st
         alone.append(f"A2A's tasks, contextIds and push configurations would be each worker's own, and a "
                      f"client's next request may reach another worker (a GetTask would miss its task): set "
                      f"{REDIS_URL_ENV} to a Redis the workers share, or turn A2A off (AGENT_A2A_ENABLE=false)")
+    if openai_served(args) and not env.get(REDIS_URL_ENV, "").strip():
+        alone.append(f"the OpenAI API's stored responses would be each worker's own, and a previous_response_id "
+                     f"may reach another worker (404): set {REDIS_URL_ENV} to a Redis the workers share, or turn "
+                     f"the OpenAI API off (AGENT_OPENAI_ENABLE=false)")
     if (config.rate_limits.limits_anything or config.access.keys_have_limits) and not config.limits_redis_url:
         alone.append("the per-caller limits (AGENT_RATE_LIMIT_*, AGENT_TOKEN_BUDGET_*, the keys file's limits) "
                      "would count per worker, so a caller could use several times what they say: set "

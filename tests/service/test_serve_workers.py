@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 WORKERS = ["--workers", "2"]
 #: JSON logs name the worker of each line. A2A is off: these tests are about the processes,
 #: and A2A on several workers needs a Redis they share (refused otherwise; tested below).
-WORKERS_ENV = {"AGENT_SERVICE_LOG_JSON": "1", "AGENT_A2A_ENABLE": "false"}
+WORKERS_ENV = {"AGENT_SERVICE_LOG_JSON": "1", "AGENT_A2A_ENABLE": "false", "AGENT_OPENAI_ENABLE": "false"}
 
 
 def _children(pid: int) -> set[int]:

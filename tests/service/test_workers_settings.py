@@ -42,8 +42,9 @@ def _refusal(env: dict[str, str]) -> str:
     settings): it must refuse with one line and exit 2; the line."""
     args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--workers", "2", "--host", "127.0.0.1",
             "--port", str(free_port()), "--http-port", str(free_port())]
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_A2A", "AGENT_REDIS", "AGENT_RATE_LIMIT",
-                                                                    "AGENT_TOKEN_BUDGET", "AGENT_LIMITS", "AGENT_API"))}
+    ours = ("AGENT_A2A", "AGENT_OPENAI", "AGENT_REDIS", "AGENT_RATE_LIMIT", "AGENT_TOKEN_BUDGET", "AGENT_LIMITS",
+            "AGENT_API")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
     done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=60,
                           env={**base, "PYTHONUNBUFFERED": "1", **env})
     output = done.stdout + done.stderr
@@ -58,18 +59,23 @@ def test_workers_without_redis_refuse_a2a_whose_tasks_would_be_each_workers_own(
     assert "--workers 2: A2A's tasks" in said and "AGENT_REDIS_URL" in said and "AGENT_A2A_ENABLE=false" in said, said
 
 
+def test_workers_without_redis_refuse_openai_responses_that_would_be_each_workers_own() -> None:
+    said = _refusal({"AGENT_A2A_ENABLE": "false"})
+    assert "OpenAI API's stored responses" in said and "AGENT_OPENAI_ENABLE=false" in said and "A2A" not in said, said
+
+
 @pytest.mark.parametrize("limit", ["AGENT_RATE_LIMIT_CHATS=5", "AGENT_RATE_LIMIT_CONCURRENT_CHATS=1",
                                    "AGENT_TOKEN_BUDGET_PER_DAY=1000"])
 def test_workers_without_redis_refuse_per_caller_limits_that_would_count_per_worker(limit: str) -> None:
     name, _, value = limit.partition("=")
-    said = _refusal({"AGENT_A2A_ENABLE": "false", name: value})
+    said = _refusal({"AGENT_A2A_ENABLE": "false", "AGENT_OPENAI_ENABLE": "false", name: value})
     assert "per-caller limits" in said and "AGENT_LIMITS_REDIS_URL" in said and "A2A" not in said, said
 
 
 def test_workers_without_redis_refuse_a_keys_files_own_limits(tmp_path: Path) -> None:
     keys = tmp_path / "keys.yaml"
     keys.write_text("keys:\n  - name: team\n    key: s3cret-team-key\n    limits: {chats: 10}\n")
-    said = _refusal({"AGENT_A2A_ENABLE": "false", "AGENT_API_KEYS_FILE": str(keys)})
+    said = _refusal({"AGENT_A2A_ENABLE": "false", "AGENT_OPENAI_ENABLE": "false", "AGENT_API_KEYS_FILE": str(keys)})
     assert "per-caller limits" in said, said
 
 

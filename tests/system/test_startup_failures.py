@@ -93,7 +93,8 @@ def test_an_unreachable_redis_at_start_is_one_warning_and_the_server_serves() ->
     assert "Traceback" not in output
 
 
-@pytest.mark.parametrize("name", ["AGENT_MCP_ENABLE", "AGENT_A2A_ENABLE", "AGENT_PLAYGROUND", "AGENT_TRACING"])
+@pytest.mark.parametrize("name", ["AGENT_MCP_ENABLE", "AGENT_A2A_ENABLE", "AGENT_OPENAI_ENABLE", "AGENT_PLAYGROUND",
+                                  "AGENT_TRACING"])
 def test_a_switch_that_is_not_one_refuses_to_start(name: str) -> None:
     """One grammar for every switch (true/false, 1/0, yes/no, on/off); a typo is refused, never
     read as off (AGENT_MCP_ENABLE=ture used to hide /mcp silently)."""
