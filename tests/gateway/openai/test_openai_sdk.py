@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -237,3 +238,36 @@ def test_a_client_that_stops_reading_cancels_the_chat(tmp_path: Path) -> None:
         assert rig.fake.replies_finished == 0  # …before its reply was over
 
     run(tmp_path, body, pace=0.1)
+
+
+def test_store_false_keeps_nothing_and_metadata_is_kept(tmp_path: Path) -> None:
+    async def body(rig: Rig, client: openai.AsyncOpenAI) -> None:
+        kept = await client.responses.create(model="talker", input="hello", metadata={"case": "42"})
+        assert (await client.responses.retrieve(kept.id)).metadata == {"case": "42"}
+        unkept = await client.responses.create(model="talker", input="hello", store=False)
+        assert unkept.status == "completed" and unkept.to_dict().get("store") is False
+        with pytest.raises(openai.NotFoundError):
+            await client.responses.retrieve(unkept.id)
+
+    run(tmp_path, body)
+
+
+def test_earlier_input_items_are_the_history_of_a_first_response(tmp_path: Path) -> None:
+    async def body(rig: Rig, client: openai.AsyncOpenAI) -> None:
+        rig.fake.enqueue(Script(text=ANSWER))
+        items: list[Any] = [
+            {"role": "user", "content": "first question"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "first answer"}]},
+            {"role": "user", "content": [{"type": "input_text", "text": "second question"}]},
+        ]
+        response = await client.responses.create(model="talker", input=items)
+        assert response.output_text == ANSWER
+        sent = [m for m in sent_messages(rig.fake) if m[0] != "system"]
+        assert sent == [("user", "first question"), ("assistant", "first answer"), ("user", "second question")]
+        with pytest.raises(openai.BadRequestError):  # with a previous response, only the new message
+            await client.responses.create(model="talker", previous_response_id=response.id, input=[
+                {"role": "assistant", "content": "made up"}, {"role": "user", "content": "and?"}])
+        with pytest.raises(openai.BadRequestError):  # another network cannot continue it
+            await client.responses.create(model="keeper", previous_response_id=response.id, input="and?")
+
+    run(tmp_path, body)
