@@ -271,3 +271,23 @@ def test_earlier_input_items_are_the_history_of_a_first_response(tmp_path: Path)
             await client.responses.create(model="keeper", previous_response_id=response.id, input="and?")
 
     run(tmp_path, body)
+
+
+def test_a_failure_mid_stream_is_an_error_the_sdk_raises(tmp_path: Path) -> None:
+    async def body(rig: Rig, client: openai.AsyncOpenAI) -> None:
+        rig.fake.enqueue(Script(text=ANSWER, error_after=3))
+        stream = await client.chat.completions.create(
+            model="talker", messages=[{"role": "user", "content": "question?"}], stream=True)
+        pieces: list[str] = []
+        with pytest.raises(openai.APIError) as failed:
+            async for chunk in stream:
+                pieces.extend(c.delta.content or "" for c in chunk.choices)
+        assert "".join(pieces)  # the deltas before the failure arrived
+        assert failed.value.message
+
+        rig.fake.enqueue(Script(text=ANSWER, error_after=3))
+        events = await client.responses.create(model="talker", input="question?", stream=True)
+        kinds = [event.type async for event in events]
+        assert kinds[0] == "response.created" and kinds[-1] == "response.failed"
+
+    run(tmp_path, body, pace=0.02)
