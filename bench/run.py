@@ -27,7 +27,7 @@ from bench import procs
 from bench.table import render_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "limiter")
+SCENARIOS = ("startup", "S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "limiter")
 #: What each scenario measures (``--help``; docs/performance.md has the method).
 SCENARIO_HELP = {
     "startup": "three fresh servers: spawn to GET /healthz 200, idle RSS, one chat",
@@ -40,6 +40,7 @@ SCENARIO_HELP = {
     "S7": "10,000 HTTP chats at once, 5 s LLM, then the same burst on the bare aiohttp floor",
     "S8": "S2 against serve --workers 2 and --workers 1 (CPU summed over the workers)",
     "S9": "token streaming: a 50-word answer paced 20 ms per word, time to first token",
+    "S10": "the protocol front-ends (MCP, A2A, OpenAI, AG-UI) beside REST: echo, 16 clients, CPU per call",
     "limiter": "the per-caller rate limiter and token budget's cost per chat",
 }
 EPILOG = "scenarios:\n" + "\n".join(f"  {name:<8} {text}" for name, text in SCENARIO_HELP.items()) + (
@@ -149,6 +150,10 @@ def run_all(s: Settings, fast: bool, only: frozenset[str] = frozenset(SCENARIOS)
         from bench.tokens import run_s9  # it builds on this module's helpers, as bench.scale does
 
         results["S9"] = run_s9(s, fast)
+    if "S10" in only:
+        from bench.frontends import run_s10  # it builds on this module's helpers, as bench.scale does
+
+        results["S10"] = run_s10(s, fast)
     if "limiter" in only:
         from bench.limiter import run_limiter
 
