@@ -82,7 +82,9 @@ async def http_llm_chat(request: web.Request) -> web.StreamResponse:
     return stream
 
 
-async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "") -> None:
+async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "", port: int = 0) -> None:
+    """``port``: share that port with the floor processes already on it (SO_REUSEPORT: the
+    HTTP floor on as many processes as ``serve --workers``); 0: a free port of its own."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -113,7 +115,7 @@ async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "") -> None:
     app.router.add_post("/api/v1/{agent}/streaming_chat", http_llm_chat if kind == "http-llm" else http_chat)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096, reuse_port=True)
     await site.start()
     print(f"READY port={runner.addresses[0][1]}", flush=True)
     await stop.wait()
@@ -128,10 +130,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--sleep-ms", type=float, default=0.0, help="wait this long per chat (S5's floor)")
     parser.add_argument("--llm-url", default="", help="http-llm: the fake LLM's OpenAI base URL (…/v1)")
+    parser.add_argument("--port", type=int, default=0, help="http: join the floor processes on this port")
     args = parser.parse_args(argv)
     if args.kind == "http-llm" and not args.llm_url:
         parser.error("http-llm needs --llm-url")
-    run_loop(serve(args.kind, args.sleep_ms / 1000, args.llm_url), args.uvloop)
+    run_loop(serve(args.kind, args.sleep_ms / 1000, args.llm_url, args.port), args.uvloop)
 
 
 if __name__ == "__main__":
