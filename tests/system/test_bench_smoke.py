@@ -48,6 +48,7 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
     for transport in ("http", "grpc"):  # token streaming: deltas came, over both
         assert scenarios["S9"][transport]["deltas"] > 0 and scenarios["S9"][transport]["failed"] == 0, transport
     assert scenarios["S9"]["burst"]["completed"] == scenarios["S9"]["burst"]["chats"]
+    assert scenarios["S9"]["relay"]["deltas"] > 0 and scenarios["S9"]["relay"]["failed"] == 0  # the token floor
     for frontend in ("rest", "mcp", "a2a", "openai", "agui"):  # every front-end this server serves answered
         row = scenarios["S10"][frontend]
         assert frontend not in ("rest", "mcp", "a2a") or not row.get("absent"), frontend
