@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ from tests.support.runtime import make_host, run_chat
 PII = "langchain.agents.middleware.PIIMiddleware"
 SUMMARY = "neuro_san.middleware.neuro_san_summarization_middleware.NeuroSanSummarizationMiddleware"
 MOTTO = "my.pkg.MottoMiddleware"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _agent_with(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -179,3 +182,18 @@ def test_neuro_san_s_own_classes_register_themselves() -> None:
         assert registered is not None and registered.origin == "neuro-san", name
     spec = build_network(_agent_with({"class": PII, "args": {"pii_type": "email"}}), "net.hocon", "net")
     assert runtime_registry.lookup(type(spec.agents["a"].middleware[0].settings)) is not None
+
+
+def test_loading_a_network_with_middleware_imports_no_implementation_and_nothing_of_studio(tmp_path: Path) -> None:
+    # The loader reads mem0's and studio's settings only through the registry, so a fresh
+    # process that loads a network (with neuro-san's PII middleware) has imported neither.
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(_agent_with({"class": PII, "args": {"pii_type": "email"}})))
+    code = (
+        "import sys; from pathlib import Path; from neuro_san.network.loader import load_network; "
+        f"spec = load_network(Path({str(path)!r}), 'net'); assert spec.agents['a'].middleware; "
+        "print(sorted(m for m in sys.modules if m.startswith('neuro_san.middleware') or 'studio' in m or 'mem0' in m))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -4,11 +4,14 @@ the loader refuses them at load with the reason (never a class accepted and not 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from neuro_san.cli.main import main
 from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.middleware import registry as runtime_registry
 from neuro_san.network import middleware_registry
@@ -73,3 +76,12 @@ def test_without_the_plugin_studio_classes_are_refused_at_load(without_studio: N
     # neuro-san's own middleware does not depend on the plugin.
     pii = {"class": "langchain.agents.middleware.PIIMiddleware", "args": {"pii_type": "email"}}
     build_network({"tools": [{"name": "a", "instructions": "x", "middleware": [pii]}]}, "net.hocon", "net")
+
+
+def test_neuro_san_validate_plugs_studio_in(
+    without_studio: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "designer.json"
+    path.write_text(json.dumps(_network(CHECKLIST_CLASS)))
+    assert main(["validate", str(path)]) == 0, capsys.readouterr()
+    assert plugin.registered() and "OK designer" in capsys.readouterr().out
