@@ -5,12 +5,12 @@ A loaded ``middleware`` entry carries the settings its class's parser made
 names the function that builds the instance for one invocation; the chain asks
 :func:`build` and names no class. neuro-san's own middleware is registered at the end of
 this module; an application's (neuro-san-studio's, :mod:`neuro_san.studio.plugin`) is
-registered by whoever composes the server, together with its load-time half.
+plugged into both halves at once with :func:`plug_in`, by whoever composes the server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from neuro_san.middleware.interface import AgentMiddleware, Invocation
@@ -18,6 +18,7 @@ from neuro_san.middleware.network_copy import NetworkCopyMiddleware
 from neuro_san.middleware.pii import PiiMiddleware
 from neuro_san.middleware.summarization import SummarizationMiddleware
 from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
+from neuro_san.network import middleware_registry
 from neuro_san.network.middleware_config import (
     MiddlewareConfig,
     NetworkCopySettings,
@@ -25,6 +26,7 @@ from neuro_san.network.middleware_config import (
     SummarizationSettings,
     ToolSelectionSettings,
 )
+from neuro_san.network.middleware_registry import MiddlewareClass
 
 S = TypeVar("S")
 #: Settings of one entry and the invocation → the middleware instance.
@@ -46,6 +48,31 @@ def unregister(settings_type: type) -> None:
 
 def lookup(settings_type: type) -> Builder | None:
     return _BUILDERS.get(settings_type)
+
+
+def plug_in(classes: Iterable[MiddlewareClass], builders: Iterable[tuple[type, Builder]]) -> None:
+    """Register an application's classes in both halves at once: its ``classes`` with the
+    network loader, its ``builders`` here. Nothing is registered when a name or a
+    settings type is taken already (the ValueError says which)."""
+    classes, builders = tuple(classes), tuple(builders)
+    taken = [name for c in classes for name in c.names if middleware_registry.lookup(name) is not None]
+    if taken:
+        raise ValueError(f"middleware class {taken[0]!r} is registered already")
+    for settings_type, _ in builders:
+        if settings_type in _BUILDERS:
+            raise ValueError(f"middleware settings {settings_type.__name__} have a builder already")
+    for settings_type, builder in builders:
+        register(settings_type, builder)
+    for middleware_class in classes:
+        middleware_registry.register(middleware_class)
+
+
+def unplug(classes: Iterable[MiddlewareClass], builders: Iterable[tuple[type, Builder]]) -> None:
+    """Undo :func:`plug_in` (networks loaded already keep their instances' settings)."""
+    for middleware_class in classes:
+        middleware_registry.unregister(middleware_class)
+    for settings_type, _ in builders:
+        unregister(settings_type)
 
 
 def build(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddleware:

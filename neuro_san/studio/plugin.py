@@ -54,17 +54,10 @@ def registered() -> bool:
 
 def register() -> None:
     """Accept studio's class paths in network files and build their instances."""
-    if registered():
-        return
-    for settings_type, build in BUILDERS:
-        runtime_registry.register(settings_type, build)
-    for entry in CLASSES.values():
-        middleware_registry.register(entry)
+    if not registered():
+        runtime_registry.plug_in(CLASSES.values(), BUILDERS)
 
 
 def unregister() -> None:
     """Undo :func:`register` (for tests of a process without studio's classes)."""
-    for entry in CLASSES.values():
-        middleware_registry.unregister(entry)
-    for settings_type, _ in BUILDERS:
-        runtime_registry.unregister(settings_type)
+    runtime_registry.unplug(CLASSES.values(), BUILDERS)

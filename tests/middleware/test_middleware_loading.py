@@ -128,13 +128,11 @@ MOTTO_CLASS = MiddlewareClass((MOTTO, "my.pkg.motto.MottoMiddleware"), _parse_mo
 
 @pytest.fixture
 def motto_registered() -> Iterator[None]:
-    middleware_registry.register(MOTTO_CLASS)
-    runtime_registry.register(MottoSettings, MottoMiddleware)
+    runtime_registry.plug_in([MOTTO_CLASS], [(MottoSettings, MottoMiddleware)])
     try:
         yield
     finally:
-        middleware_registry.unregister(MOTTO_CLASS)
-        runtime_registry.unregister(MottoSettings)
+        runtime_registry.unplug([MOTTO_CLASS], [(MottoSettings, MottoMiddleware)])
 
 
 def test_a_class_plugged_into_the_registry_loads_by_every_name_and_runs(motto_registered: None) -> None:
@@ -169,6 +167,15 @@ def test_a_name_registered_twice_is_refused(motto_registered: None) -> None:
         runtime_registry.register(MottoSettings, MottoMiddleware)
     with pytest.raises(ValueError, match="registered already"):
         middleware_registry.register(MiddlewareClass((PII,), _parse_motto, lambda s: "Other"))
+
+
+def test_a_plug_in_with_a_name_taken_registers_nothing() -> None:
+    clashing = MiddlewareClass((MOTTO, PII), _parse_motto, lambda s: "MottoMiddleware")
+    with pytest.raises(ValueError, match="PIIMiddleware' is registered already"):
+        runtime_registry.plug_in([clashing], [(MottoSettings, MottoMiddleware)])
+    assert middleware_registry.lookup(MOTTO) is None and runtime_registry.lookup(MottoSettings) is None
+    with pytest.raises(NetworkLoadError, match="is not supported"):
+        build_network(_agent_with({"class": MOTTO, "args": {"motto": "x"}}), "net.hocon", "net")
 
 
 def test_neuro_san_s_own_classes_register_themselves() -> None:
