@@ -161,9 +161,8 @@ class NetworkExecutor(AgentExecutor):
                             steps=thinking, stream_tokens=tokens, strict_context=True)
         state = context.call_context.state
         try:
-            # The metadata already carries the private rule (the front-end added it).
-            caller = Caller(state.get(GRPC_METADATA_KEY, []), private_named_only=False)
-            return self._agents.chat(state[AGENT_KEY], turn, caller), thinking
+            # A private network is not there over A2A unless the caller's key names it (Caller's default).
+            return self._agents.chat(state[AGENT_KEY], turn, Caller(state.get(GRPC_METADATA_KEY, []))), thinking
         except InvalidTurn as error:  # only chat_context can be wrong: the rest is built here
             where = f"{METADATA_KEY}.{error.field}" if error.field else METADATA_KEY
             raise InvalidParamsError(message=f"metadata.{where}: {error}") from None
