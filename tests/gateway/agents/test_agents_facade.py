@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neuro_san.api.grpc import directory_pb2
 
 from gateway.agents.interface import (
     AgentsFailed,
@@ -35,7 +36,6 @@ from gateway.agents.invoked import InvokedAgents
 from gateway.invokers.inprocess import InProcessInvoker
 from gateway.invokers.interface import methods_of
 from gateway.transcoder.frontend import default_services
-from neuro_san.api.grpc import directory_pb2
 from neuro_san.core.errors import Code
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.fakes.stream_fake import StreamFake

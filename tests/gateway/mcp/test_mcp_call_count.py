@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neuro_san.api.grpc import directory_pb2
 
 from gateway.agents.invoked import InvokedAgents
 from gateway.invokers.inprocess import InProcessInvoker
@@ -26,7 +27,6 @@ from gateway.mcp.dispatch import Call, Dispatcher
 from gateway.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from gateway.mcp.tools import ToolCatalog
 from gateway.transcoder.frontend import default_services
-from neuro_san.api.grpc import directory_pb2
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.fakes.stream_fake import StreamFake
 
