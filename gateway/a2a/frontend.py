@@ -222,15 +222,13 @@ class A2AFrontEnd:
         return card_place(request, self.card_settings, self.grpc_port)
 
     async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
-        """The network's description and concierge tags."""
+        """The network's description and concierge tags: from the directory's listing (one
+        call); a network it lacks is asked for, so that the refusal is the service's own."""
         caller = self._card_caller(request)
-        description = await self.check_network(agent, caller)
-        tags: list[str] = []
-        try:
-            tags = next((list(a.tags) for a in await self.agents.list(caller) if a.name == agent), [])
-        except AgentsFailed:
-            pass  # tags are a nicety; the description said the network is there
-        return description, tags
+        listed = next((a for a in await self.agents.list(caller) if a.name == agent), None)
+        if listed is None or listed.function is None:
+            return await self.check_network(agent, caller), list(listed.tags) if listed else []
+        return listed.function.description, list(listed.tags)
 
     async def agent_card(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         agent = captures["agent"]

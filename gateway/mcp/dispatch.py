@@ -149,7 +149,8 @@ class Dispatcher:
         name = call.params.get("name")
         if not isinstance(name, str) or not name:
             raise JsonRpcError(INVALID_PARAMS, "Invalid params for tools/call: name must be a non-empty string")
-        arguments = {} if call.params.get("arguments") is None else call.params.get("arguments")
+        arguments = call.params.get("arguments")
+        arguments = {} if arguments is None else arguments
         # Steady state: the caller's kept listing names the network, and the chat is the one call.
         tool, kept = await self._catalog.resolve(name, call.metadata)
         if tool is not None:
