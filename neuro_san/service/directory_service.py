@@ -23,8 +23,6 @@ from neuro_san.service.concierge_service import visible_agents
 from neuro_san.service.errors import abort_with
 from neuro_san.wire import convert
 
-SERVICE = directory_pb2.DESCRIPTOR.services_by_name["DirectoryService"].full_name
-
 
 class DirectoryServicer(directory_pb2_grpc.DirectoryServiceServicer):
     def __init__(self, host: AgentHost, access: AccessPolicy | None = None) -> None:

@@ -41,7 +41,6 @@ from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
 from neuro_san.service.caller_limits import count_decision
 from neuro_san.service.concierge_service import ConciergeServicer
-from neuro_san.service.directory_service import SERVICE as DIRECTORY_SERVICE
 from neuro_san.service.directory_service import DirectoryServicer
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
@@ -269,7 +268,8 @@ class AgentServer:
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
             ConciergeServicer(self.host, access), self.handlers  # type: ignore[arg-type]
         )
-        # The front-ends' directory (MCP, A2A): on the gRPC port, not on REST.
+        # The front-ends' directory (MCP, A2A): on the gRPC port, not on REST, and not listed by
+        # reflection, so what a gRPC client discovers is neuro-san's API as it is.
         directory_pb2_grpc.add_DirectoryServiceServicer_to_server(
             DirectoryServicer(self.host, access), self.handlers  # type: ignore[arg-type]
         )
@@ -278,7 +278,7 @@ class AgentServer:
         if self._extra_handlers:
             server.add_generic_rpc_handlers(tuple(self._extra_handlers))
         reflection.enable_server_reflection(
-            [AGENT_SERVICE, CONCIERGE_SERVICE, DIRECTORY_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+            [AGENT_SERVICE, CONCIERGE_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server
         )
         address = f"{self.config.host}:{self.config.port}"
         credentials = self.config.server_credentials()
