@@ -1,4 +1,4 @@
-"""An A2A task runs one neuro-san chat turn through the invoker seam.
+"""An A2A task runs one neuro-san chat turn through the agents facade (over the invoker seam).
 
 The SDK's request handler owns the task lifecycle (store, events, cancel, resubscribe);
 this executor turns one A2A message into one chat (:mod:`gateway.agents`) with the agent named by
