@@ -72,7 +72,11 @@ async def start_gateway(
     ``neuro-san serve``). ``frontends``: usually :func:`protocol_frontends`.
     """
     services = default_services()
+    # The front-ends' directory is callable through the invoker but has no REST route.
+    from neuro_san.api.grpc import directory_pb2  # generated code: loads with the server
+
+    callable_services = [*services, directory_pb2.DESCRIPTOR.services_by_name["DirectoryService"]]
     return await start_host(
-        target, host, port, config or GatewayConfig(), methods_of(services),
+        target, host, port, config or GatewayConfig(), methods_of(callable_services),
         [rest_frontend(services), *frontends], reuse_port=reuse_port,
     )
