@@ -1,0 +1,74 @@
+"""The official AG-UI client, ``@ag-ui/client``'s ``HttpAgent`` (npm), runs a network.
+
+``npm install`` runs once into tests/node_agui/node_modules (git-ignored). The test is
+skipped only when node or npm is missing, or when the package cannot be installed (no
+registry reachable), and says which. The server runs the bundled math_guy (offline
+scripted model): two runs on one thread, then a network that is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.servers import ServerProcess, start_server
+
+pytestmark = pytest.mark.slow
+
+NODE_DIR = Path(__file__).resolve().parents[2] / "node_agui"
+
+
+def _node() -> Path:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed for the AG-UI client test (not on PATH)")
+    marker = NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json"
+    if not marker.exists():
+        install = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=NODE_DIR, capture_output=True, text=True, timeout=300,
+        )
+        if install.returncode != 0 or not marker.exists():
+            pytest.skip(f"npm install failed (is the npm registry reachable?): {install.stderr.strip()[-500:]}")
+    return Path(node)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    with start_server(http=True) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def seen(server: ServerProcess) -> dict[str, Any]:
+    node = _node()
+    result = subprocess.run([str(node), str(NODE_DIR / "run.mjs"), server.http_base, "math_guy"],
+                            capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
+    assert result.returncode == 0, result.stderr + server.log()[-2000:]
+    output: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return output
+
+
+def test_the_client_sees_the_answer_the_tool_call_and_the_state(seen: dict[str, Any]) -> None:
+    first = seen["first"]
+    assert first["said"] == ["The answer is 42."]
+    assert first["types"][0] == "RUN_STARTED" and first["types"][-1] == "RUN_FINISHED"
+    assert {"TOOL_CALL_START", "TOOL_CALL_RESULT", "STEP_STARTED", "TEXT_MESSAGE_CONTENT"} <= set(first["types"])
+    assert "tool" in first["roles"]  # the client made the tool call's result a message of its own
+    assert seen["state"] == {"equals": 42}  # STATE_SNAPSHOT, applied by the client
+
+
+def test_the_client_continues_its_thread(seen: dict[str, Any]) -> None:
+    # The second run sends the client's whole message list (tool messages included) and
+    # the same threadId: the server continues from the thread it kept.
+    assert seen["second"]["said"] == ["You asked: What is 6 * 7?"]
+
+
+def test_a_missing_network_is_an_error_the_client_raises(seen: dict[str, Any]) -> None:
+    assert "404" in seen["missing"], seen["missing"]
