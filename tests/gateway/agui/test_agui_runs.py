@@ -13,8 +13,10 @@ clear 400 and the server stays up.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,3 +249,25 @@ def test_the_switch() -> None:
     assert len(agui_frontends({})) == 1
     with pytest.raises(ValueError, match="AGENT_AGUI_ENABLE"):
         agui_frontends({"AGENT_AGUI_ENABLE": "maybe"})
+
+
+def test_a_client_that_goes_away_stops_the_run(served: tuple[StreamFake, ServerProcess]) -> None:
+    fake, server = served
+    fake.enqueue(Script(text=" ".join(f"word{number}" for number in range(200))))
+    fake.pace = 0.05
+    closed, finished = fake.connections_closed, fake.replies_finished
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+        connection.request("POST", "/ag-ui/plain", body=json.dumps(run_input("talk")).encode(),
+                           headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        while b"TEXT_MESSAGE_CONTENT" not in response.readline():
+            pass
+        connection.close()  # gone mid-answer
+        deadline = time.monotonic() + 10
+        while fake.connections_closed == closed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fake.connections_closed > closed, "the model's connection was closed"
+        assert fake.replies_finished == finished, "before the model had written its reply"
+    finally:
+        fake.pace = 0.0
