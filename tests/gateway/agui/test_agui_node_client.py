@@ -9,6 +9,8 @@ scripted model): two runs on one thread, then a network that is not there.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -72,3 +74,18 @@ def test_the_client_continues_its_thread(seen: dict[str, Any]) -> None:
 
 def test_a_missing_network_is_an_error_the_client_raises(seen: dict[str, Any]) -> None:
     assert "404" in seen["missing"], seen["missing"]
+
+
+def test_the_readmes_example_runs(server: ServerProcess) -> None:
+    """The README's JavaScript example, as a user pastes it (the README's port made the server's)."""
+    node = _node()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    [example] = re.findall(r"^```js\n(.*?)^```", readme, re.S | re.M)
+    script = NODE_DIR / f"readme_example_{os.getpid()}.mjs"  # beside node_modules, so the import resolves
+    script.write_text(example.replace("localhost:8080", f"127.0.0.1:{server.http_port}"))
+    try:
+        result = subprocess.run([str(node), str(script)], capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
+    finally:
+        script.unlink()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["The answer is 42.", '{"equals":42}']
