@@ -57,6 +57,12 @@ from gateway.agents.interface import Answer, AnswerDelta, ChatEvent, Step
 PROGRESS_EVENT = "neuro-san.progress"
 
 
+def is_keepalive(event: ChatEvent) -> bool:
+    """The service's keep-alive on a quiet stream (an empty AGENT_PROGRESS): no event, an
+    SSE comment (``AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS``)."""
+    return isinstance(event, Step) and event.kind == "AGENT_PROGRESS" and not event.text and not event.structure
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex
 
@@ -141,6 +147,8 @@ class RunTranslator:
             return self._called(step, structure)
         if step.kind == "AGENT_TOOL_RESULT":
             return self._returned(step)
+        if is_keepalive(step):
+            return []
         if step.kind == "AGENT_PROGRESS":
             value = {"origin": list(step.origin), "text": step.text, "structure": step.structure}
             return [*self._end_text(), CustomEvent(name=PROGRESS_EVENT, value=value)]

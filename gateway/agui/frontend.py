@@ -18,6 +18,7 @@ the run with ``RUN_ERROR``. A client that goes away cancels the chat.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 
@@ -27,7 +28,7 @@ from aiohttp import web
 
 from gateway.agents.interface import Answer, Caller, ChatEvent, ChatFailed, ChatStream, InvalidTurn, Turn
 from gateway.agents.invoked import InvokedAgents
-from gateway.agui.events import RunTranslator
+from gateway.agui.events import RunTranslator, is_keepalive
 from gateway.agui.run_input import BadRunInput, RunRequest, read_run_input
 from gateway.agui.switch import AGUI_PATH
 from gateway.agui.threads import ThreadStore, owner_of
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: Failures of the first event that are the caller's to fix: answered with their HTTP status.
 _CALLER_CODES = frozenset({Code.UNAUTHENTICATED, Code.PERMISSION_DENIED, Code.NOT_FOUND, Code.INVALID_ARGUMENT})
+#: An SSE comment: keeps a quiet stream open through proxies; AG-UI clients skip it.
+_HEARTBEAT = b": keep-alive\n\n"
 _STATE_AWAY = ("the shared state (AGENT_REDIS_URL) is unavailable, so the thread's conversation cannot be "
                "read; retry shortly")
 
@@ -106,10 +109,12 @@ class AguiFrontEnd:
                 if isinstance(event, Answer) and event.chat_context:
                     # Kept before RUN_FINISHED is written: the client's next run may follow at once.
                     await self._keep(owner, agent, run.thread_id, event)
+                if is_keepalive(event):
+                    await response.write(_HEARTBEAT)
                 await _write(response, encoder, translator.translate(event))
                 if isinstance(event, (Answer, ChatFailed)):
                     break
-                event = await anext(stream, None)
+                event = await self._next(stream, response)
             else:  # the chat ended without its answer: the run still ends as AG-UI says
                 ended = translator.failed(Code.INTERNAL.name, "the chat ended without an answer")
                 await _write(response, encoder, ended)
@@ -117,6 +122,21 @@ class AguiFrontEnd:
         except ConnectionResetError:
             log.info("AG-UI client went away during a run on %s", agent)
         return response
+
+    async def _next(self, stream: ChatStream, response: web.StreamResponse) -> ChatEvent | None:
+        """The chat's next event; with ``keepalive_seconds`` (as REST's SSE), a comment on
+        the stream each time it stays quiet that long."""
+        heartbeat = self._context.config.keepalive_seconds
+        if heartbeat <= 0:
+            return await anext(stream, None)
+        pending = asyncio.ensure_future(anext(stream, None))
+        try:
+            while not (await asyncio.wait({pending}, timeout=heartbeat))[0]:
+                await response.write(_HEARTBEAT)
+            return pending.result()
+        finally:
+            if not pending.done():  # the client went away while it waited: the chat stops too
+                pending.cancel()
 
     async def _keep(self, owner: str, agent: str, thread_id: str, answer: Answer) -> None:
         assert answer.chat_context is not None

@@ -27,10 +27,12 @@ import pytest
 from gateway.agui import agui_frontends
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script
-from tests.gateway.agui.agui_client import check_order, post, run_input, stream
+from tests.gateway.agui.agui_client import check_order, post, run_input, stream, validated
 from tests.support.servers import ServerProcess, start_server
 
 pytestmark = pytest.mark.slow
+
+KEEPALIVE_SECONDS = 0.2
 
 
 def _manifest(folder: Path, config: dict[str, Any]) -> Path:
@@ -60,7 +62,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StreamFak
     asyncio.run_coroutine_threadsafe(fake.__aenter__(), loop).result(10)
     try:
         manifest = _manifest(tmp_path_factory.mktemp("agui"), fake.llm_config("openai", max_attempts=1))
-        with start_server(manifest, http=True) as running:
+        # Quiet streams get keep-alives (as REST's SSE): the runs below must read past them.
+        env = {"AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS": str(KEEPALIVE_SECONDS)}
+        with start_server(manifest, http=True, env=env) as running:
             yield fake, running
             assert running.process.poll() is None, running.log()
     finally:
@@ -188,7 +192,9 @@ def test_a_network_that_fails_ends_the_run_with_run_error(served: tuple[StreamFa
     assert error.type.value == "RUN_ERROR" and error.code == "UNAVAILABLE"  # type: ignore[attr-defined]
     assert "the model broke down" in error.message  # type: ignore[attr-defined]
     # Mid-run: the text written so far was passed on, and its message ended before the error.
-    assert reply.types[1:4] == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
+    middle = reply.types[1:-1]
+    assert middle[0] == "TEXT_MESSAGE_START" and middle[-1] == "TEXT_MESSAGE_END", middle
+    assert set(middle[1:-1]) == {"TEXT_MESSAGE_CONTENT"}, middle
     assert "RUN_FINISHED" not in reply.types
 
 
@@ -271,3 +277,24 @@ def test_a_client_that_goes_away_stops_the_run(served: tuple[StreamFake, ServerP
         assert fake.replies_finished == finished, "before the model had written its reply"
     finally:
         fake.pace = 0.0
+
+
+def test_a_quiet_run_is_kept_alive_with_comments(served: tuple[StreamFake, ServerProcess]) -> None:
+    fake, server = served
+    fake.enqueue(Script(text="slowly written words"))
+    fake.pace = KEEPALIVE_SECONDS * 3  # quiet between the model's pieces for longer than the interval
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+        connection.request("POST", "/ag-ui/plain", body=json.dumps(run_input("talk")).encode(),
+                           headers={"Content-Type": "application/json"})
+        raw = connection.getresponse().read().decode()
+        connection.close()
+    finally:
+        fake.pace = 0.0
+    chunks = [chunk for chunk in raw.split("\n\n") if chunk]
+    assert ": keep-alive" in chunks
+    events = [validated(chunk[len("data: "):]) for chunk in chunks if chunk.startswith("data: ")]
+    assert len(events) + chunks.count(": keep-alive") == len(chunks), "nothing else on the stream"
+    assert "CUSTOM" not in [event.type.value for event in events], "a keep-alive is no progress event"
+    check_order(events)
+    assert events[-1].type.value == "RUN_FINISHED"
