@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ag_ui.core import BaseEvent
 from ag_ui.encoder import EventEncoder
@@ -108,7 +109,7 @@ class AguiFrontEnd:
             while event is not None:
                 if isinstance(event, Answer) and event.chat_context:
                     # Kept before RUN_FINISHED is written: the client's next run may follow at once.
-                    await self._keep(owner, agent, run.thread_id, event)
+                    await self._keep(owner, agent, run.thread_id, event.chat_context)
                 if is_keepalive(event):
                     await response.write(_HEARTBEAT)
                 await _write(response, encoder, translator.translate(event))
@@ -138,10 +139,9 @@ class AguiFrontEnd:
             if not pending.done():  # the client went away while it waited: the chat stops too
                 pending.cancel()
 
-    async def _keep(self, owner: str, agent: str, thread_id: str, answer: Answer) -> None:
-        assert answer.chat_context is not None
+    async def _keep(self, owner: str, agent: str, thread_id: str, chat_context: Mapping[str, Any]) -> None:
         try:
-            await self._threads.put(owner, agent, thread_id, answer.chat_context)
+            await self._threads.put(owner, agent, thread_id, chat_context)
         except StateUnavailable:
             # The answer is already the client's; its next run falls back to its messages.
             log.warning("AG-UI thread of %s not kept: the shared state is unavailable", agent)
