@@ -298,3 +298,12 @@ def test_a_quiet_run_is_kept_alive_with_comments(served: tuple[StreamFake, Serve
     assert "CUSTOM" not in [event.type.value for event in events], "a keep-alive is no progress event"
     check_order(events)
     assert events[-1].type.value == "RUN_FINISHED"
+
+
+def test_a_network_that_fails_at_once_still_starts_and_ends_the_run(served: tuple[StreamFake, ServerProcess]) -> None:
+    fake, server = served
+    fake.enqueue(Script(text="never written", error_after=0, error=("server_error", "down from the start")))
+    reply = post(server.http_base, "plain", run_input("talk"))
+    assert reply.status == 200, reply.body  # the network's failure, not the caller's: a failed run
+    assert reply.types == ["RUN_STARTED", "RUN_ERROR"]
+    assert "down from the start" in reply.events[-1].message  # type: ignore[attr-defined]
