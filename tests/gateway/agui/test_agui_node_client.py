@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,27 +18,10 @@ from typing import Any
 
 import pytest
 
+from tests.gateway.agui.agui_client import NODE_DIR, node_or_skip
 from tests.support.servers import ServerProcess, start_server
 
 pytestmark = pytest.mark.slow
-
-NODE_DIR = Path(__file__).resolve().parents[2] / "node_agui"
-
-
-def _node() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the AG-UI client test (not on PATH)")
-    marker = NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json"
-    if not marker.exists():
-        install = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=NODE_DIR, capture_output=True, text=True, timeout=300,
-        )
-        if install.returncode != 0 or not marker.exists():
-            pytest.skip(f"npm install failed (is the npm registry reachable?): {install.stderr.strip()[-500:]}")
-    return Path(node)
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
@@ -49,7 +31,7 @@ def server() -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def seen(server: ServerProcess) -> dict[str, Any]:
-    node = _node()
+    node = node_or_skip()
     result = subprocess.run([str(node), str(NODE_DIR / "run.mjs"), server.http_base, "math_guy"],
                             capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
     assert result.returncode == 0, result.stderr + server.log()[-2000:]
@@ -78,7 +60,7 @@ def test_a_missing_network_is_an_error_the_client_raises(seen: dict[str, Any]) -
 
 def test_the_readmes_example_runs(server: ServerProcess) -> None:
     """The README's JavaScript example, as a user pastes it (the README's port made the server's)."""
-    node = _node()
+    node = node_or_skip()
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     [example] = re.findall(r"^```js\n(.*?)^```", readme, re.S | re.M)
     script = NODE_DIR / f"readme_example_{os.getpid()}.mjs"  # beside node_modules, so the import resolves

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import subprocess
 import threading
 import time
 import uuid
@@ -27,7 +28,7 @@ import pytest
 from gateway.agui import agui_frontends
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script
-from tests.gateway.agui.agui_client import check_order, post, run_input, stream, validated
+from tests.gateway.agui.agui_client import NODE_DIR, check_order, node_or_skip, post, run_input, stream, validated
 from tests.support.servers import ServerProcess, start_server
 
 pytestmark = pytest.mark.slow
@@ -307,3 +308,27 @@ def test_a_network_that_fails_at_once_still_starts_and_ends_the_run(served: tupl
     assert reply.status == 200, reply.body  # the network's failure, not the caller's: a failed run
     assert reply.types == ["RUN_STARTED", "RUN_ERROR"]
     assert "down from the start" in reply.events[-1].message  # type: ignore[attr-defined]
+
+
+def test_the_official_client_takes_a_teams_run(served: tuple[StreamFake, ServerProcess]) -> None:
+    """@ag-ui/client's HttpAgent verifies the event order itself (a run it finds malformed
+    fails): a team's steps, tool calls and reasoning pass, and its messages are built."""
+    node = node_or_skip()
+    fake, server = served
+    fake.enqueue(
+        Script(text="Asking. ", tool_calls=(("c1", "helper", {"question": "what?"}),
+                                            ("c2", "calculator", {"expression": "6*7"}))),
+        Script(text="Helper says hi."),
+        Script(text="The answer is 42."),
+        Script(text="You asked about 6*7."),
+    )
+    result = subprocess.run([str(node), str(NODE_DIR / "run.mjs"), server.http_base, "team"],
+                            capture_output=True, text=True, timeout=60, cwd=NODE_DIR)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    first = seen["first"]
+    assert {"STEP_STARTED", "TOOL_CALL_RESULT", "REASONING_START", "REASONING_END"} <= set(first["types"])
+    assert first["said"] == ["Asking. ", "The answer is 42."]
+    assert first["roles"].count("tool") == 2 and "reasoning" in first["roles"]
+    assert seen["state"] == {"equals": 42}
+    assert seen["second"]["said"] == ["You asked about 6*7."]
