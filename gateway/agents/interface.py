@@ -113,6 +113,9 @@ class Step:
     arguments: Any = None
     #: A tool call's result ("Got result:"), else None.
     result: Any = None
+    #: On ``AGENT_TOOL_RESULT`` (the result a caller gets back from a tool): the origin of
+    #: the tool that produced it, so a front-end pairs it with its call; else ().
+    result_of: tuple[str, ...] = ()
 
     @property
     def agent(self) -> str:

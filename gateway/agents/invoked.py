@@ -100,9 +100,14 @@ def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
         return Answer(str(data.get("text", "")), data.get("structure"), data.get("chat_context"),
                       data.get("sly_data") or {})
     structure = data.get("structure")
-    origin = tuple(str(o.get("tool", "")) for o in data.get("origin") or [] if isinstance(o, dict))
+    origin = _origin(data.get("origin"))
     return Step(_Type.ChatMessageType.Name(kind), origin, str(data.get("text") or ""), structure,
-                *_tool_parts(structure))
+                *_tool_parts(structure), result_of=_origin(data.get("tool_result_origin")))
+
+
+def _origin(raw: Any) -> tuple[str, ...]:
+    """The agent names of an origin path's JSON form."""
+    return tuple(str(o.get("tool", "")) for o in raw or [] if isinstance(o, dict))
 
 
 def _tool_parts(structure: Any) -> tuple[Any, Any]:

@@ -39,7 +39,7 @@ TRANSCODER = "gateway.transcoder"
 INVOKERS = "gateway.invokers"
 #: The agents facade (typed chat events) the protocol front-ends reach agents through.
 AGENTS = "gateway.agents"
-FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.playground")
+FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.agui", "gateway.playground")
 COMPOSITION = ("gateway.composition", "gateway.cli")
 #: What of the transcoder a protocol front-end may use: its JSON ⇄ proto codec only.
 TRANSCODER_INSIDES = tuple(f"{TRANSCODER}.{name}" for name in ("frontend", "routes", "binder", "forward", "openapi"))

@@ -129,6 +129,11 @@ def test_one_turn_is_deltas_steps_and_the_answer(tmp_path: Path) -> None:
         steps = [e for e in events if isinstance(e, Step)]
         assert {"question": "what?"} in [s.arguments for s in steps]
         assert "Elsewhere says 42." in [s.result for s in steps]
+        # What the front man gets back names the tool it comes from.
+        returned = [s for s in steps if s.kind == "AGENT_TOOL_RESULT"]
+        assert [(s.origin, s.result_of, s.text) for s in returned] == [(("front",), ("front", "/other"),
+                                                                         "Elsewhere says 42.")]
+        assert all(s.result_of == () for s in steps if s.kind != "AGENT_TOOL_RESULT")
         assert all(s.kind in {"AI", "AGENT", "AGENT_TOOL_RESULT", "AGENT_PROGRESS"} for s in steps)
         assert all(s.origin and s.origin[0] == "front" for s in steps)
 
