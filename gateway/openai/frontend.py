@@ -47,11 +47,9 @@ OPENAI_PATHS = (
 class OpenAiFrontEnd:
     def __init__(self, context: FrontEndContext) -> None:
         self._context = context
-        self._agents = InvokedAgents(
-            context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds,
-            concierge_list=context.method("ConciergeService", "List"),
-            function=context.method("AgentService", "Function"),
-        )
+        #: Made on the first request, as the other front-ends' (a host built for a test of
+        #: its table may lack the directory's method).
+        self._agents_made: InvokedAgents | None = None
         self._heartbeat = context.config.keepalive_seconds
         #: Made on the first /v1/responses request: the shared state is taken (and, with
         #: Redis, connected) only by a server whose clients use it, as A2A's and MCP's.
@@ -71,6 +69,12 @@ class OpenAiFrontEnd:
     async def close(self) -> None:
         if self._responses_api is not None:
             await release_state()
+
+    @property
+    def _agents(self) -> InvokedAgents:
+        if self._agents_made is None:
+            self._agents_made = InvokedAgents.of(self._context)
+        return self._agents_made
 
     @property
     def _responses(self) -> ResponsesApi:

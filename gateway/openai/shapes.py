@@ -62,11 +62,11 @@ def finish_reason(answer: Answer) -> str:
 
 def thinking(step: Step) -> str:
     """A step as a line of ``reasoning_content`` (the thinking Open WebUI and others show):
-    who speaks and what, a tool call's arguments or result; "" for what is no thought (the
-    token accounting, keep-alives)."""
+    who speaks and what (a coded tool's progress too); "" for what is no thought (the token
+    accounting, keep-alives)."""
     text = step.text.strip()
-    if not text or step.kind == "AGENT_PROGRESS" or is_usage_report(len(step.origin), step.structure):
-        return ""  # token reports have no text; keep-alives and progress are no thought
+    if not text or is_usage_report(len(step.origin), step.structure):
+        return ""  # token reports and keep-alives have no text
     return f"[{'.'.join(step.origin) or 'network'}] {text}\n"
 
 
