@@ -7,8 +7,28 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.fake_llm import RECEIVED_BODIES
+from tests.support.fast_tier import GUARD
 from tests.support.runtime import SLY_MARKER
 from tests.support.servers import ServerProcess, start_server
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    GUARD.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    GUARD.uninstall()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test outside the slow tier (its fixtures' set-up included) may start no server
+    process and no service: tests/support/fast_tier.py refuses them, naming the test."""
+    GUARD.current = None if item.get_closest_marker("slow") else item.nodeid
+    try:
+        yield
+    finally:
+        GUARD.current = None
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, ToolSpec
@@ -82,6 +84,7 @@ def test_latency_is_applied() -> None:
     run_with_fake_llm(body, latency_ms=150)
 
 
+@pytest.mark.slow
 def test_runs_as_a_separate_process() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.fake_llm", "--port", "0", "--latency-ms", "1"],

@@ -50,10 +50,12 @@ def _talk(server: ServerProcess, agent: str, *questions: str) -> list[str]:
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_math_guy_answers_the_follow_up(server: ServerProcess) -> None:
     assert _talk(server, "math_guy", "6 * 7", "and 6 * 8?") == ["The answer is 42.", "The answer is 48."]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", ["deep/math_guy", "math_guy_passthrough"])
 def test_the_other_bundled_arithmetic_networks_find_it_too(server: ServerProcess, agent: str) -> None:
     [answer] = _talk(server, agent, "and what is 2 * (3 + 4)?")

@@ -146,6 +146,7 @@ def server() -> Iterator[ServerProcess]:
         yield running
 
 
+@pytest.mark.slow
 def test_the_probe_paths_answer_on_a_real_server(server: ServerProcess) -> None:
     import urllib.request
 
@@ -285,6 +286,7 @@ def test_dockerfile_copies_only_files_that_exist_and_are_not_ignored() -> None:
             assert source.split("/")[0] not in ignored, source
 
 
+@pytest.mark.slow
 def test_healthcheck_script_is_ready_only_when_readyz_is(server: ServerProcess) -> None:
     def run(port: int) -> int:
         env = {**os.environ, "AGENT_HTTP_PORT": str(port)}

@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, RecordedRequest, Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
 
 PERIOD = 0.2
 #: Long enough for several reload periods to pass while the chat is in flight.

@@ -20,6 +20,8 @@ from tests.support.parity import PARITY, maximal_chat, origin_of
 from tests.support.parity_llm import planned_reply
 from tests.support.servers import start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 REPORT_KEYS = {
     "total_tokens", "prompt_tokens", "completion_tokens", "successful_requests",
     "empty_responses", "total_cost", "time_taken_in_seconds", "caveats",

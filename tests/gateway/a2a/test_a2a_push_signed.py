@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from tests.a2a_support import a2a_client, user_message
 from tests.support.servers import ServerProcess, launch, start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:

@@ -42,6 +42,7 @@ def _task(task_id: str, state: TaskState = TaskState.TASK_STATE_WORKING) -> Task
     return Task(id=task_id, context_id="c", status=TaskStatus(state=state))
 
 
+@pytest.mark.slow
 def test_tasks_are_versioned_scoped_to_their_owner_and_bounded(
     redis: RedisProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,6 +78,7 @@ def test_tasks_are_versioned_scoped_to_their_owner_and_bounded(
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_events_reach_another_replica_and_a_dead_replica_s_task_fails(redis: RedisProcess) -> None:
     async def scenario() -> None:
         running, watching = RedisState(redis.url, 1), RedisState(redis.url, 1)
@@ -115,6 +117,7 @@ def test_events_reach_another_replica_and_a_dead_replica_s_task_fails(redis: Red
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_documents_are_shared_and_expire_and_an_outage_is_clear(
     redis: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -145,6 +148,7 @@ def test_documents_are_shared_and_expire_and_an_outage_is_clear(
     assert any("unreachable" in m for m in messages) and any("is back" in m for m in messages)
 
 
+@pytest.mark.slow
 def test_a2a_errors_say_the_shared_state_is_away(redis: RedisProcess) -> None:
     async def scenario() -> None:
         state = RedisState(redis.url, 5)
