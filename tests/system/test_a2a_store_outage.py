@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import signal
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -40,6 +39,7 @@ from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.gateway.a2a.test_a2a_grpc import grpc_client
 from tests.support.cluster import Cluster, cluster, tools_missing
 from tests.support.fake_thread import FakeInThread
+from tests.support.waits import until
 from tests.system.test_scale_out import client_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))]
@@ -246,13 +246,6 @@ async def sdk_client(binding: str, rig: Rig) -> AsyncIterator[Client]:
             yield client
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WITHIN
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
-
-
 @asynccontextmanager
 async def redis_paused(rig: Rig) -> AsyncIterator[None]:
     """Redis silent (SIGSTOP) for the block: commands time out as on a dead network."""
@@ -283,7 +276,7 @@ async def _mid_call(rig: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], he
     rig.fake.enqueue(Reply.hold())
     pending = asyncio.ensure_future(call())
     try:
-        await _until(lambda: rig.fake.held == 1)
+        assert await until(lambda: rig.fake.held == 1, WITHIN), "the LLM call never started"
         async with outage(rig):
             rig.fake.release()
             return await asyncio.wait_for(pending, WITHIN)
@@ -355,7 +348,8 @@ def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(rig
             rig.fake.enqueue(Reply.hold())
             pending = asyncio.ensure_future(calls.stream("stream through an outage", seen))
             try:
-                await _until(lambda: rig.fake.held == 1 and len(seen) >= 2)  # the task, then working
+                # The task, then working.
+                assert await until(lambda: rig.fake.held == 1 and len(seen) >= 2, WITHIN), seen
                 async with redis_paused(rig):
                     rig.fake.release()
                     task_id, end = await asyncio.wait_for(pending, WITHIN)

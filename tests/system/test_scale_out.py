@@ -51,6 +51,7 @@ from tests.fakes.fake_llm import FakeLlmServer, RecordedRequest, Reply
 from tests.support import grpc_calls as calls
 from tests.support.cluster import SERVED_BY, Cluster, cluster, tools_missing
 from tests.support.fake_thread import FakeInThread
+from tests.support.waits import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))]
 
@@ -90,15 +91,6 @@ async def client_for(
             yield client
         finally:
             await client.close()
-
-
-async def _until(condition: Any, within: float = 15.0) -> bool:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            return bool(condition())
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def _collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
@@ -162,20 +154,22 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
             stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time"),
                                                         configuration=hook))
             task_id = await task_id_once_working(stream)
-            assert await _until(lambda: fake.request_count > before_requests), "the LLM call never started"
-            tail = asyncio.create_task(_collect(c1.subscribe(SubscribeToTaskRequest(id=task_id))))
-            await asyncio.sleep(0.5)  # r1 tails the task's events
+            assert await until(lambda: fake.request_count > before_requests), "the LLM call never started"
+            subscription = c1.subscribe(SubscribeToTaskRequest(id=task_id))
+            # r1 has read the task (still working) once it sends it; its tail reads the task's
+            # event stream from the start, so the cancel below cannot come too early for it.
+            seen = [await asyncio.wait_for(anext(subscription), 15)]
             cancelled = await c2.cancel_task(CancelTaskRequest(id=task_id))
             assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-            seen = await asyncio.wait_for(tail, 15)
+            seen += await asyncio.wait_for(_collect(subscription), 15)
             assert seen[0].task.id == task_id
             assert seen[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
             await stream.aclose()  # type: ignore[attr-defined]
             # r0, running the chat, dropped its LLM connection (the fake's handler saw the client go).
-            assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
+            assert await until(lambda: fake.handlers_cancelled > before_cancelled)
             assert (await c2.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED
             # The webhook hears of it too, from r2 which wrote the cancel.
-            assert await _until(lambda: "TASK_STATE_CANCELED" in receiver.delivered_states())
+            assert await until(lambda: "TASK_STATE_CANCELED" in receiver.delivered_states())
         assert "cancelled from another replica" in running.replicas[0].log()
 
     asyncio.run(scenario())
@@ -192,14 +186,14 @@ def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(rig: tupl
                 "params": {"name": "echo", "arguments": {"user_message": {"text": "slow mcp"}}}}
         async with aiohttp.ClientSession(headers=headers) as session:
             post = asyncio.create_task(session.post(f"{r0}/mcp", json=call))
-            assert await _until(lambda: fake.request_count > before_requests)
+            assert await until(lambda: fake.request_count > before_requests)
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41}}
             async with session.post(f"{r1}/mcp", json=cancel) as reply:
                 assert reply.status == 202
             response = await asyncio.wait_for(post, 15)
             body = await response.json()
             assert body["error"]["code"] == -32800 and body["id"] == 41
-        assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
+        assert await until(lambda: fake.handlers_cancelled > before_cancelled)
 
     asyncio.run(scenario())
 
@@ -283,19 +277,21 @@ def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[Fake
         async with client_for(r0, True) as c0, client_for(r1, False) as c1, client_for(r2, False) as c2:
             stream = c0.send_message(SendMessageRequest(message=user_message("slow: outlive the leases")))
             task_id = await task_id_once_working(stream)
-            assert await _until(lambda: fake.request_count > before), "the LLM call never started"
+            assert await until(lambda: fake.request_count > before), "the LLM call never started"
             leases = aioredis.from_url(running.redis.url)
             seen: list[TaskState] = []
             try:
-                until = time.monotonic() + LEASE / 4
-                while time.monotonic() < until:
+                stop_at = time.monotonic() + LEASE / 4
+                while time.monotonic() < stop_at:
                     for key in await leases.keys(f"{REDIS_PREFIX}replica:*"):
                         await leases.delete(key)  # as a restart does; the owner writes its own back
                     for client in (c1, c2):  # reading a task looks whether its replica lives
                         seen.append((await client.get_task(GetTaskRequest(id=task_id))).status.state)
             finally:
                 await leases.aclose()
-            await asyncio.sleep(LEASE)  # the replicas' own reapers have looked too (every half lease)
+            # The behaviour under test, not an ordering: a whole lease passes, so the replicas'
+            # own reapers (every half lease) have looked too, and found the replica alive.
+            await asyncio.sleep(LEASE)
             seen.append((await c1.get_task(GetTaskRequest(id=task_id))).status.state)
             assert set(seen) == {TaskState.TASK_STATE_WORKING}, [TaskState.Name(s) for s in seen]
             cancelled = await c2.cancel_task(CancelTaskRequest(id=task_id))
@@ -358,7 +354,7 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
                 message=user_message("push me"), configuration=SendMessageConfiguration(
                     task_push_notification_config=hook)))]
             task = events[-1].task
-            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), \
+            assert await until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), \
                 (TaskState.Name(task.status.state), receiver.summary())
             assert [p[0] for p in receiver.posts[:3]] == [503, 503, 200]  # retried after its 5xx
             assert {p[1].get("X-A2A-Notification-Token") for p in receiver.posts} == {"tok-1"}
@@ -383,11 +379,13 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
                 message=user_message("push me again"), configuration=SendMessageConfiguration(
                     task_push_notification_config=hook)))]
             task = events[-1].task
-            assert await _until(lambda: len(failing.posts) >= 2)  # retrying
+            assert await until(lambda: len(failing.posts) >= 2)  # retrying
             await c1.delete_task_push_notification_config(
                 DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="doomed"))
             stopped_at = len(failing.posts)
-            await asyncio.sleep(3)  # longer than the next backoffs: nothing more arrives
+            # The behaviour under test: for longer than the next backoffs, nothing more arrives
+            # (an absence has no event to wait for).
+            await asyncio.sleep(3)
             assert len(failing.posts) <= stopped_at + 1  # at most the attempt already on its way
             listed = await c1.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=task.id))
@@ -438,7 +436,7 @@ def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifi
                 assert events[-1].task.status.state == TaskState.TASK_STATE_COMPLETED
                 receiver.release.set()  # every event of the task is queued on r0 by now
                 # The retries' backoffs (0.25 + 0.5 + 1 + 2 s) outlast the pause; each failed read took 1 s.
-                assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), receiver.summary()
+                assert await until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), receiver.summary()
                 states = receiver.delivered_states()
                 assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED"
             finally:
@@ -462,7 +460,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
             stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes"),
                                                             configuration=hook))
             task_id = await task_id_once_working(stream)
-            assert await _until(lambda: fake.request_count > before)
+            assert await until(lambda: fake.request_count > before)
             os.kill(victim.process.pid, signal.SIGKILL)
             victim.process.wait(5)
             with_reason = None
@@ -476,7 +474,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
                 await asyncio.sleep(0.2)
             assert with_reason is not None, "the dead replica's task never ended"
             assert "stopped before it ended" in with_reason.status.message.parts[0].text
-            assert await _until(lambda: "TASK_STATE_FAILED" in receiver.delivered_states())  # told by a survivor
+            assert await until(lambda: "TASK_STATE_FAILED" in receiver.delivered_states())  # told by a survivor
         # The balancer and the other replicas go on.
         async with client_for(running.http_base, False) as client:
             for _ in range(3):

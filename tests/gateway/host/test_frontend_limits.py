@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.mcp import mcp_client
 from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import wait_until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -200,17 +200,21 @@ def test_a_server_at_its_concurrency_cap_is_503_not_429_on_mcp_and_a2a(
     busy: tuple[FakeLlmServer, ServerProcess],
 ) -> None:
     fake, server = busy
-    # The held chat must outlast both refused calls, the A2A one included, which loads the
-    # A2A SDK on its first request (seconds on a loaded 2-core machine).
-    fake.enqueue(Reply.stall(8.0))
+    # The chat holding the one place waits on its LLM call until both refused calls are
+    # answered (the A2A one loads the A2A SDK first: seconds on a loaded machine).
+    fake.enqueue(Reply.hold())
     with ThreadPoolExecutor(1) as pool:
         holder = pool.submit(_mcp_call, server, "other-key", "holds the one place")
-        time.sleep(0.8)
-        for response in (_mcp_call(server, "mcp-rate-key", "busy?"), _a2a_send(server, "a2a-rate-key", "busy?")):
-            assert response.status_code == 503, response.text
-            error = response.json()["error"]
-            assert error["code"] == -32002 and "AGENT_MAX_CONCURRENT_REQUESTS" in error["message"], error
-            assert error["data"]["reason"] == "TOO_MANY_REQUESTS"
+        try:
+            assert wait_until(lambda: fake.held == 1 or holder.done()), "the holding chat never reached its LLM"
+            assert not holder.done(), holder.result().text
+            for response in (_mcp_call(server, "mcp-rate-key", "busy?"), _a2a_send(server, "a2a-rate-key", "busy?")):
+                assert response.status_code == 503, response.text
+                error = response.json()["error"]
+                assert error["code"] == -32002 and "AGENT_MAX_CONCURRENT_REQUESTS" in error["message"], error
+                assert error["data"]["reason"] == "TOO_MANY_REQUESTS"
+        finally:
+            fake.release()
         assert holder.result().status_code == 200
 
 

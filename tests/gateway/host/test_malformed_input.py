@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import wait_for_log
 
 #: Takes seconds (starts a server): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -203,12 +203,19 @@ def test_well_formed_bodies_still_served(server: ServerProcess) -> None:
     assert response.status_code == 200, response.text
 
 
-def test_malformed_http_is_one_warning(server: ServerProcess) -> None:
-    """A request aiohttp cannot parse is 400, and one WARNING line, not a traceback."""
+def _unparseable_request(server: ServerProcess) -> None:
+    """A request aiohttp cannot parse; waits until its WARNING is in the log we read, so that
+    every line the server wrote before it has been read too (the pipe keeps their order)."""
+    logged = server.log().count("Invalid header token")
     with socket.create_connection(("127.0.0.1", server.http_port), timeout=5) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n")
         assert b" 400 " in sock.recv(4096).split(b"\r\n", 1)[0]
-    time.sleep(0.3)  # the log pump reads the subprocess's output in a thread
+    assert wait_for_log(server, "Invalid header token", count=logged + 1), server.log()[-3000:]
+
+
+def test_malformed_http_is_one_warning(server: ServerProcess) -> None:
+    """A request aiohttp cannot parse is 400, and one WARNING line, not a traceback."""
+    _unparseable_request(server)
     warned = [line for line in server.log().splitlines() if '"logger": "aiohttp.server"' in line]
     assert any("Invalid header token" in line for line in warned), warned
     assert all('"level": "WARNING"' in line and "Traceback" not in line for line in warned), warned
@@ -216,7 +223,7 @@ def test_malformed_http_is_one_warning(server: ServerProcess) -> None:
 
 def test_log_has_no_error_and_no_traceback(server: ServerProcess) -> None:
     """Runs last: every request above was the client's mistake."""
-    time.sleep(0.3)  # the log pump reads the subprocess's output in a thread
+    _unparseable_request(server)  # a marker: once its line is read, so is everything before
     log = server.log()
     assert "Traceback" not in log, log[-6000:]
     errors = [line for line in log.splitlines() if '"level": "ERROR"' in line]
