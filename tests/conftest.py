@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.fakes.fake_llm import RECEIVED_BODIES
+from tests.support.cluster import RedisProcess
 from tests.support.fast_tier import GUARD
 from tests.support.runtime import SLY_MARKER
 from tests.support.servers import ServerProcess, start_server
@@ -45,3 +48,17 @@ def server() -> Iterator[ServerProcess]:
     """The bundled example networks, served over gRPC only, for the whole session."""
     with start_server() as running:
         yield running
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisProcess]:
+    """A throw-away redis-server (no persistence) for one test, which may stop and start it;
+    the test is skipped where redis-server is not installed (``make test`` installs it)."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server not installed (make test installs it)")
+    process = RedisProcess(tmp_path)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()

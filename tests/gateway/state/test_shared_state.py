@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion, VersionedEvent
@@ -21,22 +19,10 @@ from gateway.a2a.redis_tasks import RedisTaskStore, owner_context
 from gateway.composition import protocol_frontends
 from gateway.state import StateSettings, StateUnavailable
 from gateway.state.redis_state import RedisState
-from tests.support.cluster import RedisProcess, tools_missing
+from tests.support.cluster import RedisProcess
 from tests.support.waits import until
 
-pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))
-
 MINE, THEIRS = owner_context("me:echo"), owner_context("them:echo")
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisProcess]:
-    process = RedisProcess(tmp_path)
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 def _task(task_id: str, state: TaskState = TaskState.TASK_STATE_WORKING) -> Task:
