@@ -5,13 +5,12 @@ whole sentence to the calculator: "Error: invalid syntax")."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
 from neuro_san.client import AsyncAgentClient
 from neuro_san.llm.scripted import arithmetic_in
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 
 @pytest.mark.parametrize(
@@ -29,13 +28,6 @@ from tests.support.servers import ServerProcess, start_server
 )
 def test_the_arithmetic_of_a_question(text: str, arithmetic: str) -> None:
     assert arithmetic_in(text) == arithmetic
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    """``neuro-san serve`` with its bundled networks."""
-    with start_server() as running:
-        yield running
 
 
 def _talk(server: ServerProcess, agent: str, *questions: str) -> list[str]:

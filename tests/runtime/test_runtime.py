@@ -25,7 +25,7 @@ class Counter(CodedTool):
         if log:
             with open(log, "a") as file:
                 file.write("start " + args["word"] + "\\n")
-        await asyncio.sleep(float(args.get("delay", 0)))
+        await asyncio.sleep(float(args.get("delay", 0)))  # the behaviour: a tool that takes its time
         if log:
             with open(log, "a") as file:
                 file.write("end " + args["word"] + "\\n")

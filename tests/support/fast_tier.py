@@ -75,7 +75,7 @@ class Guard:
                     )
             original(popen, args, *rest, **options)
 
-        subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+        subprocess.Popen.__init__ = init  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
         if self._original is not None:

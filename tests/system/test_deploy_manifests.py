@@ -16,7 +16,6 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.servers import ROOT, ServerProcess, free_port, start_server
+from tests.support.servers import ROOT, ServerProcess, free_port
 
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
@@ -138,12 +137,6 @@ def test_probes_hit_paths_and_ports_the_gateway_serves() -> None:
     for name, probe in probes.items():
         assert probe["httpGet"]["path"] in PROBE_PATHS, name
         assert _container_port(container, probe["httpGet"]["port"]) == http_port, name
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
 
 
 @pytest.mark.slow

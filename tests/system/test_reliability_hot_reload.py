@@ -137,7 +137,7 @@ def test_added_changed_removed_and_broken_networks_without_a_restart(tmp_path: P
             # A broken edit keeps the last good version serving, and is logged.
             write_atomically(alpha, '{"tools": [ this is not json')
             assert load.wait_until(lambda: "alpha.json" in server.log() and "not loaded" in server.log(), 5)
-            time.sleep(3 * PERIOD)
+            time.sleep(3 * PERIOD)  # the behaviour under test: reloads come and go, v2 stays
             assert serves("alpha", "v2")
 
             # Fixed again: the new version serves.

@@ -65,7 +65,7 @@ def _slow(request: RecordedRequest) -> Reply | None:
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, Cluster]]:
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, Cluster]]:
     folder: Path = tmp_path_factory.mktemp("cluster")
     with FakeInThread(rule=_slow) as fake:
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config(max_attempts=1)),
@@ -114,9 +114,9 @@ def _bases(running: Cluster) -> list[str]:
 
 
 def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    fake, running = rig
+    fake, running = replicas
     r0, r1, r2 = _bases(running)
     word = f"pineapple-{uuid.uuid4().hex[:6]}"
 
@@ -141,9 +141,9 @@ def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
 
 
 def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_runs(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    fake, running = rig
+    fake, running = replicas
     r0, r1, r2 = _bases(running)
 
     async def scenario() -> None:
@@ -175,8 +175,8 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
     asyncio.run(scenario())
 
 
-def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(rig: tuple[FakeLlmServer, Cluster]) -> None:
-    fake, running = rig
+def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(replicas: tuple[FakeLlmServer, Cluster]) -> None:
+    fake, running = replicas
     r0, r1, _ = _bases(running)
 
     async def scenario() -> None:
@@ -199,9 +199,9 @@ def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(rig: tupl
 
 
 def test_through_the_balancer_every_protocol_works_whichever_replica_answers(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    _, running = rig
+    _, running = replicas
     served: list[str] = []
 
     async def a2a() -> None:
@@ -230,8 +230,10 @@ def test_through_the_balancer_every_protocol_works_whichever_replica_answers(
         assert any("over gRPC" in r.response.text for r in replies)
 
 
-def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: tuple[FakeLlmServer, Cluster]) -> None:
-    _, running = rig
+def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(
+    replicas: tuple[FakeLlmServer, Cluster],
+) -> None:
+    _, running = replicas
     r0 = running.replicas[0].http_base
     message = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}
@@ -261,7 +263,7 @@ def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: t
     assert "is back" in running.replicas[0].log()
 
 
-def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[FakeLlmServer, Cluster]) -> None:
+def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(replicas: tuple[FakeLlmServer, Cluster]) -> None:
     """Redis restarted without persistence has lost every replica's lease; each live replica
     writes its own back at its next beat (within a third of a lease). Meanwhile the others
     must not fail its tasks as a dead replica's. They did: a task started just after a
@@ -269,7 +271,7 @@ def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[Fake
     (the push test below runs just after this module's restart of Redis). Here the leases
     are deleted again and again for a quarter of a lease while a task runs on r0, and the
     task is read on r1 and r2 meanwhile."""
-    fake, running = rig
+    fake, running = replicas
     r0, r1, r2 = _bases(running)
 
     async def scenario() -> None:
@@ -341,9 +343,9 @@ class Receiver:
 
 
 def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    _, running = rig
+    _, running = replicas
     r0, r1, r2 = _bases(running)
 
     async def scenario() -> None:
@@ -412,7 +414,7 @@ class PausingReceiver(Receiver):
 
 
 def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifications(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
     """The sender re-reads the configurations (in Redis) before each attempt. A read that
     failed (Redis silent past its socket timeout) stopped the task's delivery for good: the
@@ -420,7 +422,7 @@ def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifi
     retried as a 5xx is, and the events behind it are sent. Redis is paused (not stopped:
     the configurations must survive) for longer than the client's socket timeout, after
     the task has ended and while its first notification waits for its answer."""
-    _, running = rig
+    _, running = replicas
     r0 = running.replicas[0].http_base
     assert running.redis.process is not None
     pid = running.redis.process.pid
@@ -446,9 +448,11 @@ def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifi
     asyncio.run(scenario())
 
 
-def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tuple[FakeLlmServer, Cluster]) -> None:
+def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(
+    replicas: tuple[FakeLlmServer, Cluster],
+) -> None:
     """Last in this module: it kills a replica."""
-    fake, running = rig
+    fake, running = replicas
     victim = running.replicas[2]
     r0 = running.replicas[0].http_base
 

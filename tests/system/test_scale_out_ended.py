@@ -51,7 +51,7 @@ ENDED = "Error: ended by another writer"
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, Cluster]]:
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, Cluster]]:
     folder: Path = tmp_path_factory.mktemp("cluster")
     with FakeInThread() as fake:
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config(max_attempts=1)),
@@ -77,9 +77,9 @@ def _failed(task: Task) -> tuple[Task, TaskStatusUpdateEvent]:
 
 
 def test_a_task_failed_by_another_writer_is_not_completed_by_the_replica_running_it(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    fake, running = rig
+    fake, running = replicas
     r0 = running.replicas[0].http_base
 
     async def scenario() -> None:

@@ -64,7 +64,7 @@ def _rule(request: RecordedRequest) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
+def backpressure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
     folder: Path = tmp_path_factory.mktemp("backpressure")
     (folder / "big.hocon").write_text(json.dumps(NETWORK))
     (folder / "talky.hocon").write_text(json.dumps(TALKY))
@@ -106,9 +106,9 @@ def _silent_client(server: ServerProcess, request: bytes) -> socket.socket:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_client_that_never_reads_is_closed_and_its_chat_cancelled(
-    rig: tuple[FakeLlmServer, ServerProcess], case: str
+    backpressure: tuple[FakeLlmServer, ServerProcess], case: str
 ) -> None:
-    fake, server = rig
+    fake, server = backpressure
     path, body, accept = CASES[case]
     cancelled_before = fake.handlers_cancelled
     sock = _silent_client(server, _request(path, body, accept))
@@ -149,9 +149,9 @@ STREAMS = {
 
 @pytest.mark.parametrize("case", list(STREAMS))
 def test_a_stream_its_client_never_reads_is_closed_at_the_write_deadline(
-    rig: tuple[FakeLlmServer, ServerProcess], case: str
+    backpressure: tuple[FakeLlmServer, ServerProcess], case: str
 ) -> None:
-    _, server = rig
+    _, server = backpressure
     logged_before = server.log().count("AGENT_HTTP_WRITE_TIMEOUT_SECONDS")
     sock = _silent_client(server, STREAMS[case])
     try:
