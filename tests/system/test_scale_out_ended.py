@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from tests.a2a_support import user_message
 from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support.cluster import Cluster, cluster, tools_missing
 from tests.support.fake_thread import FakeInThread
+from tests.support.waits import until
 from tests.system.test_scale_out import Receiver, client_for, task_id_once_working
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))]
@@ -93,10 +93,7 @@ def test_a_task_failed_by_another_writer_is_not_completed_by_the_replica_running
                 stream = client.send_message(SendMessageRequest(message=user_message("answer later"),
                                                                 configuration=hook))
                 task_id = await task_id_once_working(stream)
-                deadline = time.monotonic() + 15
-                while fake.held == 0 and time.monotonic() < deadline:  # noqa: ASYNC110 (another thread's counter)
-                    await asyncio.sleep(0.05)
-                assert fake.held == 1, "the LLM call never started"
+                assert await until(lambda: fake.held == 1), "the LLM call never started"
 
                 # The other writer fails the task while r0 waits on its LLM call.
                 owner = (await state.redis.hget(f"{REDIS_PREFIX}a2a:task:{task_id}", "o")).decode()
@@ -116,12 +113,13 @@ def test_a_task_failed_by_another_writer_is_not_completed_by_the_replica_running
                 # events its chat had queued: each leaves an entry on the task's stream (the
                 # ended task reloaded; without the store's refusal, what it saved instead).
                 later: list[StreamResponse] = []
-                deadline = time.monotonic() + 15
-                while len(later) < 2 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.05)
+
+                async def gone_through() -> bool:
                     entries = await state.redis.xrange(events_key, min=f"({mark}")
-                    later = [StreamResponse.FromString(fields[b"e"]) for _, fields in entries]
-                assert len(later) >= 2, f"r0 never went through its chat's end: {later}"
+                    later[:] = [StreamResponse.FromString(fields[b"e"]) for _, fields in entries]
+                    return len(later) >= 2
+
+                assert await until(gone_through), f"r0 never went through its chat's end: {later}"
 
                 assert _states(later) == ["TASK_STATE_FAILED"] * len(later), later
                 assert not any(e.HasField("artifact_update") for e in later), later
