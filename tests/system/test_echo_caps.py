@@ -11,7 +11,7 @@ import urllib.request
 import grpc
 import pytest
 
-from neuro_san.core.errors import ECHO_LIMIT, clip, echo
+from neuro_san.core.errors import ECHO_LIMIT
 from tests.support import grpc_calls as calls
 from tests.support.servers import ServerProcess
 
@@ -30,12 +30,6 @@ def _post(url: str, body: object | None, headers: dict[str, str]) -> tuple[int, 
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-
-
-def test_the_helpers_cut_long_values_and_keep_short_ones() -> None:
-    assert clip("calc") == "calc" and echo("calc") == "'calc'"
-    assert clip(NAME) == "x" * ECHO_LIMIT + "… (7000 characters)"
-    assert echo(NAME) == repr("x" * ECHO_LIMIT) + "… (7000 characters)"
 
 
 def test_grpc_answers_not_found_with_a_small_trailer(server: ServerProcess) -> None:
