@@ -88,7 +88,7 @@ def redis(tmp_path: Path) -> Iterator[RedisProcess]:
 @pytest.fixture(scope="module")
 def oauth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthRig]:
     """A real authorization server (oidc-provider on node) and a server trusting its tokens,
-    one pair per module; skipped where node or oidc-provider is missing."""
+    one pair per module (the OAuth modules skip themselves where either tool is missing)."""
     from tests.support.oauth import oauth_rig  # jwt and cryptography: only for the OAuth modules
 
     with oauth_rig(tmp_path_factory.mktemp("oauth")) as made:
