@@ -113,6 +113,9 @@ class Step:
     arguments: Any = None
     #: A tool call's result ("Got result:"), else None.
     result: Any = None
+    #: On ``AGENT_TOOL_RESULT`` (the result a caller gets back from a tool): the origin of
+    #: the tool that produced it, so a front-end pairs it with its call; else ().
+    result_of: tuple[str, ...] = ()
 
     @property
     def agent(self) -> str:
@@ -165,18 +168,6 @@ ChatEvent = AnswerDelta | Step | Answer | ChatFailed
 
 
 @dataclass(frozen=True, slots=True)
-class AgentSummary:
-    """One network the caller may see, as a directory lists it."""
-
-    name: str
-    #: The manifest's (or the network's metadata) description, as Concierge lists it.
-    description: str
-    tags: tuple[str, ...] = ()
-    #: Its MCP tool name when the manifest makes it an MCP tool, else None.
-    mcp_tool: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class AgentDescription:
     """What one network says of itself: its front man's function (``AgentService/Function``)."""
 
@@ -187,6 +178,29 @@ class AgentDescription:
     parameters: Mapping[str, Any] | None = None
     #: JSON Schema of the sly_data it takes, when it declares one.
     sly_data_schema: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    """One network the caller may see, as a directory lists it."""
+
+    name: str
+    #: The manifest's (or the network's metadata) description, as Concierge lists it.
+    description: str
+    tags: tuple[str, ...] = ()
+    #: Its MCP tool name when the manifest makes it an MCP tool, else None.
+    mcp_tool: str | None = None
+    #: What it says of itself (as :meth:`Agents.describe` answers), listed with it.
+    function: AgentDescription | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """The networks a caller may see, and the directory's version of that answer (equal
+    versions: equal listings), for a front-end that keeps it a while."""
+
+    version: str
+    agents: tuple[AgentSummary, ...]
 
 
 class AgentsFailed(Exception):
@@ -224,9 +238,17 @@ class Agents:
         any call) when ``turn`` does not fit the API. The call starts on the first read."""
         raise NotImplementedError
 
-    async def list(self, caller: Caller) -> list[AgentSummary]:
-        """The networks ``caller`` may see; raises :class:`AgentsFailed`."""
+    async def listing(self, caller: Caller) -> Listing:
+        """The networks ``caller`` may see, with their functions and MCP tool names, in one
+        service call; raises :class:`AgentsFailed`. A private network is listed only when
+        the caller's key or token names it, whatever ``caller.private_named_only`` says (no
+        rule lists a network the key does not name); ``caller.public_directory`` lists the
+        public networks to a caller without credentials."""
         raise NotImplementedError
+
+    async def list(self, caller: Caller) -> list[AgentSummary]:
+        """:meth:`listing`'s networks."""
+        return list((await self.listing(caller)).agents)
 
     async def describe(self, agent: str, caller: Caller) -> AgentDescription:
         """What ``agent`` says of itself; raises :class:`AgentsFailed` (NOT_FOUND for a

@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> int:
     # Lazy: the network loader only for `validate`, not every command.
     from neuro_san.network.validate import main_validate
+    from neuro_san.studio import plugin as studio
 
+    studio.register()  # validate checks what serve would serve: studio's classes included
     return main_validate(list(args.paths), tool_paths=list(args.tool_path))
 
 

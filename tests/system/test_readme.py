@@ -103,6 +103,9 @@ def expectations(command: str) -> list[str]:
         return [AGENT_SERVICE]
     if "/mcp" in command and "tools/list" in command:
         return ['"name":"math_guy"', '"inputSchema":{"type":"object"']
+    if "/ag-ui/" in command:  # the AG-UI event stream
+        return ['"type":"RUN_STARTED"', '"type":"TOOL_CALL_START"', '"delta":"42."', '"snapshot":{"equals":42}',
+                '"type":"RUN_FINISHED"']
     if command.endswith("/api/v1/list") or command.startswith("neuro-san list"):
         return ["hello_world", "math_guy", "echo"]
     raise AssertionError(f"no expectation for the README command {command!r}: add one to this test")
