@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from gateway.host.errors import RpcFailure
@@ -101,11 +102,24 @@ class AnswerDelta:
     text: str
 
 
+class StepKind(StrEnum):
+    """What a :class:`Step` is (the names of neuro-san's message types)."""
+
+    #: An LLM agent's own message.
+    AI = "AI"
+    #: The framework's note of an agent's work: a tool being invoked, its usage report…
+    AGENT = "AGENT"
+    #: The result a caller gets back from a tool.
+    TOOL_RESULT = "AGENT_TOOL_RESULT"
+    #: A coded tool's progress report.
+    PROGRESS = "AGENT_PROGRESS"
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One thing the network did (MAXIMAL): an agent's message, a tool's arguments or result."""
 
-    #: The message type's name: ``AI``, ``AGENT``, ``AGENT_TOOL_RESULT`` or ``AGENT_PROGRESS``.
+    #: A :class:`StepKind` (its value is the message type's name).
     kind: str
     #: The agents (tools) from the front man down to the one that speaks.
     origin: tuple[str, ...]
@@ -123,6 +137,26 @@ class Step:
     def agent(self) -> str:
         """The agent (or tool) that speaks: the last of the origin."""
         return self.origin[-1] if self.origin else ""
+
+    @property
+    def invoking(self) -> tuple[str, Any] | None:
+        """(the tool called, its arguments) when this is an agent calling a tool (neuro-san's
+        "Invoking …" message), else None."""
+        structure = self.structure if isinstance(self.structure, Mapping) else {}
+        if self.kind != StepKind.AGENT or not structure.get("invoking_start"):
+            return None
+        return str(structure.get("invoked_agent_name") or "tool"), structure.get("params")
+
+    @property
+    def usage(self) -> Mapping[str, Any] | None:
+        """The token accounting of an agent's work (neuro-san's usage report), else None."""
+        structure = self.structure if isinstance(self.structure, Mapping) else {}
+        return structure if self.kind == StepKind.AGENT and "total_tokens" in structure else None
+
+    @property
+    def is_keepalive(self) -> bool:
+        """The service's keep-alive on a quiet stream (an empty progress report): no news."""
+        return self.kind == StepKind.PROGRESS and not self.text and not self.structure
 
 
 @dataclass(frozen=True, slots=True)

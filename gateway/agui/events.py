@@ -51,16 +51,16 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from gateway.agents.interface import Answer, AnswerDelta, ChatEvent, Step
+from gateway.agents.interface import Answer, AnswerDelta, ChatEvent, Step, StepKind
 
 #: The CUSTOM event of a coded tool's progress report.
 PROGRESS_EVENT = "neuro-san.progress"
 
 
 def is_keepalive(event: ChatEvent) -> bool:
-    """The service's keep-alive on a quiet stream (an empty AGENT_PROGRESS): no event, an
-    SSE comment (``AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS``)."""
-    return isinstance(event, Step) and event.kind == "AGENT_PROGRESS" and not event.text and not event.structure
+    """The service's keep-alive on a quiet stream: no event, an SSE comment
+    (``AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS``)."""
+    return isinstance(event, Step) and event.is_keepalive
 
 
 def _new_id() -> str:
@@ -142,18 +142,19 @@ class RunTranslator:
     # ---- what the network does -------------------------------------------------------------
 
     def _step(self, step: Step) -> list[BaseEvent]:
-        structure = step.structure if isinstance(step.structure, Mapping) else {}
-        if step.kind == "AGENT" and structure.get("invoking_start"):
-            return self._called(step, structure)
-        if step.kind == "AGENT_TOOL_RESULT":
+        invoking = step.invoking
+        if invoking is not None:
+            return self._called(step, *invoking)
+        if step.kind == StepKind.TOOL_RESULT:
             return self._returned(step)
-        if is_keepalive(step):
+        if step.is_keepalive:
             return []
-        if step.kind == "AGENT_PROGRESS":
+        if step.kind == StepKind.PROGRESS:
             value = {"origin": list(step.origin), "text": step.text, "structure": step.structure}
             return [*self._end_text(), CustomEvent(name=PROGRESS_EVENT, value=value)]
-        if step.kind == "AGENT" and "total_tokens" in structure:
-            self._note_usage(step, structure)
+        usage = step.usage
+        if usage is not None:
+            self._note_usage(step, usage)
             return []
         if step.arguments is not None or step.result is not None:
             # The called tool's own "Received arguments:" / "Got result:": its call and
@@ -161,18 +162,16 @@ class RunTranslator:
             return []
         if len(step.origin) <= 1:
             # The front man's own messages are the assistant's text.
-            return self._whole_text(step.text) if step.kind == "AI" else []
+            return self._whole_text(step.text) if step.kind == StepKind.AI else []
         return self._reasoning(step.text)
 
-    def _called(self, step: Step, structure: Mapping[str, Any]) -> list[BaseEvent]:
-        name = str(structure.get("invoked_agent_name") or "tool")
+    def _called(self, step: Step, name: str, arguments: Any) -> list[BaseEvent]:
         callee = (*step.origin, name)
         step_name = self._step_name("/".join(callee))
         call_id = _new_id()
         self._calls[callee].append((call_id, step_name))
         parent = self._last_message_id if len(step.origin) == 1 else None
         events = self._end_text()
-        arguments = structure.get("params")
         events += [
             StepStartedEvent(step_name=step_name),
             ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=parent),

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.agents.interface import Answer, Step
-from gateway.agents.invoked import is_usage_report
 from neuro_san.core.messages import TRUNCATION_CAVEAT
 
 OWNED_BY = "neuro-san"
@@ -65,8 +64,8 @@ def thinking(step: Step) -> str:
     who speaks and what (a coded tool's progress too); "" for what is no thought (the token
     accounting, keep-alives)."""
     text = step.text.strip()
-    if not text or is_usage_report(len(step.origin), step.structure):
-        return ""  # token reports and keep-alives have no text
+    if not text or step.usage is not None or step.is_keepalive:
+        return ""  # token reports and keep-alives are no thought
     return f"[{'.'.join(step.origin) or 'network'}] {text}\n"
 
 

@@ -1,7 +1,8 @@
-"""The protocol front-ends (MCP, A2A, OpenAI) reach agents only through the agents facade.
+"""The protocol front-ends (MCP, A2A, AG-UI, the OpenAI API, any added later) reach agents
+only through the agents facade.
 
-Read with ``ast`` (nothing imported): no module of ``gateway/mcp``, ``gateway/a2a`` or
-``gateway/openai`` imports
+Read with ``ast`` (nothing imported): no module of a front-end's room (every folder of
+``gateway/`` but the host, the transcoder, the invokers, the facade and the shared state) imports
 the chat's generated messages (``agent_pb2``, ``chat_pb2``, ``concierge_pb2``,
 ``directory_pb2``: the facade converts), names a chat-stream message type (``"AGENT_FRAMEWORK"``,
 ``"TOKEN_DELTA"``…, the facade's reading), catches or names a grpc exception (a failure is the
@@ -24,7 +25,13 @@ import pytest
 from neuro_san.api.grpc import chat_pb2
 
 GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
-PACKAGES = ("mcp", "a2a", "openai")
+#: The rooms that are not protocol front-ends: the house itself, REST (it transcodes the
+#: protos, as the user asked), the facade, and the playground (a web app that calls the
+#: public HTTP API from the browser; on the server it only answers neuro-san's health body,
+#: from the gRPC health service). Every other folder is checked, so a new front-end is
+#: covered the day it is added.
+NOT_FRONT_ENDS = frozenset({"host", "transcoder", "invokers", "agents", "state", "playground", "__pycache__"})
+PACKAGES = tuple(sorted(p.name for p in GATEWAY.iterdir() if p.is_dir() and p.name not in NOT_FRONT_ENDS))
 #: A2A's gRPC binding: a servicer of its own (see the module's docstring).
 GRPC_SERVICERS = frozenset({"a2a/grpc_binding.py", "a2a/grpc_servicer.py"})
 #: The generated messages of the agents' API (the facade's to convert).
