@@ -50,7 +50,9 @@ if TYPE_CHECKING:
 LOOKUP_SECONDS = 10.0
 
 _REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
-_RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
+#: The response's message alone: with MAXIMAL every response also echoes the request, which
+#: converting the whole response would turn into JSON each time for nothing.
+_MESSAGE_CODEC = MessageCodec(chat_pb2.ChatMessage)
 _Type = chat_pb2.ChatMessage
 #: What is a step; SYSTEM (the prompt) and HUMAN (the user's own text) are no news to the client.
 _STEP_TYPES = frozenset({_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.AGENT_PROGRESS})
@@ -120,7 +122,7 @@ def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
         return None
     if kind != _Type.AGENT_FRAMEWORK and kind not in _STEP_TYPES:
         return None
-    data = _RESPONSE_CODEC.to_dict(reply).get("response") or {}
+    data = _MESSAGE_CODEC.to_dict(message)
     if kind == _Type.AGENT_FRAMEWORK:
         return Answer(str(data.get("text", "")), data.get("structure"), data.get("chat_context"),
                       data.get("sly_data") or {})
