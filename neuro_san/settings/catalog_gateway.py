@@ -1,0 +1,68 @@
+"""The HTTP port's settings (serve's in-process gateway and ``neuro-san gateway``): its
+connections, its front-ends (MCP, A2A, playground) and the shared front-end state."""
+
+from __future__ import annotations
+
+from neuro_san.settings.catalog_server import BOTH, _port
+from neuro_san.settings.registry import Kind, Setting, declare
+
+GATEWAY = ("gateway",)
+
+declare(
+    Setting("AGENT_HTTP_PORT", Kind.INT, 8080, "HTTP port (0 picks a free one)",
+            flag="serve --http-port, gateway --port", applies=BOTH, check=_port),
+    Setting("AGENT_HTTP_HEADER_TIMEOUT_SECONDS", Kind.FLOAT, 10.0,
+            "a request's line and headers must arrive within this once started", applies=BOTH),
+    Setting("AGENT_HTTP_BODY_READ_TIMEOUT_SECONDS", Kind.FLOAT, 30.0, "each body read within this (else 408)",
+            applies=BOTH),
+    Setting("AGENT_HTTP_BODY_TOTAL_TIMEOUT_SECONDS", Kind.FLOAT, 60.0, "a request body must arrive whole within this",
+            applies=BOTH),
+    Setting("AGENT_HTTP_IDLE_TIMEOUT_SECONDS", Kind.FLOAT, 75.0, "an idle HTTP connection is closed after this",
+            applies=BOTH),
+    Setting("AGENT_HTTP_WRITE_TIMEOUT_SECONDS", Kind.FLOAT, 30.0,
+            "a response the client stops reading is closed after this (0: never)", applies=BOTH),
+    Setting("AGENT_HTTP_MAX_CONNECTIONS", Kind.INT, 10000, "open HTTP connections per process (0: no cap)",
+            applies=BOTH),
+    Setting("AGENT_HTTP_MAX_CONNECTIONS_PER_ADDRESS", Kind.INT, 1000,
+            "open HTTP connections per client address (0: no cap)", applies=BOTH),
+    Setting("AGENT_HTTP_ALLOWED_HOSTS", Kind.TEXT, None,
+            "Host names the HTTP port answers besides localhost and IP literals (DNS rebinding)", applies=BOTH),
+    Setting("AGENT_HTTP_PUBLIC_URL", Kind.TEXT, None, "the HTTP port's URL as clients reach it (A2A cards)",
+            shown_default="the request's Host", applies=BOTH),
+    Setting("AGENT_GRPC_PUBLIC_TARGET", Kind.TEXT, None, "host:port of the gRPC port as clients reach it (A2A cards)",
+            shown_default="the public URL's host, with the gRPC port", applies=BOTH),
+    Setting("AGENT_HTTP_TLS_CERT_FILE", Kind.TEXT, None, "serve HTTPS with this certificate chain",
+            flag="--http-tls-cert", applies=BOTH, shown_default="serve: AGENT_TLS_CERT_FILE"),
+    Setting("AGENT_HTTP_TLS_KEY_FILE", Kind.TEXT, None, "the HTTPS certificate's private key",
+            flag="--http-tls-key", applies=BOTH, shown_default="serve: AGENT_TLS_KEY_FILE"),
+    Setting("AGENT_HTTP_TLS_CLIENT_CA_FILE", Kind.TEXT, None, "require HTTP client certificates signed by this CA",
+            flag="--http-tls-client-ca", applies=BOTH, shown_default="serve: AGENT_TLS_CLIENT_CA_FILE"),
+    Setting("AGENT_MCP_ENABLE", Kind.SWITCH, True, "serve MCP at /mcp on the HTTP port", applies=BOTH),
+    Setting("AGENT_A2A_ENABLE", Kind.SWITCH, True, "serve A2A: its HTTP bindings, its cards and its gRPC binding",
+            applies=BOTH),
+    Setting("AGENT_PLAYGROUND", Kind.SWITCH, True, "the web playground at /", flag="--no-playground", applies=BOTH),
+    Setting("AGENT_A2A_CARD_MAX_AGE", Kind.INT, 300, "seconds an Agent Card may be cached", applies=BOTH),
+    Setting("AGENT_A2A_TASK_TTL_SECONDS", Kind.FLOAT, 86400.0, "how long an A2A task is kept after its last update",
+            applies=BOTH),
+    Setting("AGENT_A2A_CONTEXT_TTL_SECONDS", Kind.FLOAT, 3600.0, "how long a contextId's chat_context is kept",
+            applies=BOTH),
+    Setting("AGENT_A2A_PUSH_ALLOWED_NETWORKS", Kind.TEXT, None,
+            "CIDRs (comma-separated) that A2A push URLs may resolve to although internal", applies=BOTH),
+    Setting("AGENT_A2A_PUSH_SIGNING_KEY_FILE", Kind.TEXT, None, "PEM private key signing A2A push notifications",
+            applies=BOTH),
+    Setting("AGENT_REDIS_URL", Kind.TEXT, None, "the replicas' shared front-end state in Redis",
+            shown_default="per replica", secret=True, applies=BOTH),
+    Setting("AGENT_REPLICA_LEASE_SECONDS", Kind.FLOAT, 15.0, "with AGENT_REDIS_URL: a replica's lease", applies=BOTH),
+    Setting("AGENT_GRPC_TARGET", Kind.TEXT, None, "the gRPC server(s) host:port, comma-separated for round-robin",
+            flag="gateway --target", shown_default="127.0.0.1:AGENT_PORT", applies=GATEWAY),
+    Setting("AGENT_GRPC_TARGET_TLS", Kind.SWITCH, False, "talk TLS to the target, trusting the system roots",
+            flag="gateway --target-tls", applies=GATEWAY),
+    Setting("AGENT_GRPC_TARGET_CA_FILE", Kind.TEXT, None, "trust this CA for the target's certificate",
+            flag="gateway --target-ca", applies=GATEWAY),
+    Setting("AGENT_GRPC_TARGET_CERT_FILE", Kind.TEXT, None, "client certificate chain for the target (mTLS)",
+            flag="gateway --target-cert", applies=GATEWAY),
+    Setting("AGENT_GRPC_TARGET_KEY_FILE", Kind.TEXT, None, "the client certificate's private key",
+            flag="gateway --target-key", applies=GATEWAY),
+    Setting("AGENT_GRPC_TARGET_SERVER_NAME", Kind.TEXT, None, "name to check the target's certificate against",
+            flag="gateway --target-server-name", applies=GATEWAY),
+)
