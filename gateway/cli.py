@@ -19,7 +19,7 @@ from gateway.host.tls import TlsConfigError
 from gateway.playground.switch import add_argument as add_playground_argument
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.internal_metadata import load_shared_token
-from neuro_san.settings import activate, current, environ, snapshot
+from neuro_san.settings import activate, current, process_env, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -66,19 +66,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="talk TLS to the target, trusting the system roots (AGENT_GRPC_TARGET_TLS=true)",
     )
     tls.add_argument(
-        "--target-ca", default=environ().get("AGENT_GRPC_TARGET_CA_FILE"), metavar="PEM",
+        "--target-ca", default=process_env().get("AGENT_GRPC_TARGET_CA_FILE"), metavar="PEM",
         help="trust this CA for the target's certificate; implies --target-tls (AGENT_GRPC_TARGET_CA_FILE)",
     )
     tls.add_argument(
-        "--target-cert", default=environ().get("AGENT_GRPC_TARGET_CERT_FILE"), metavar="PEM",
+        "--target-cert", default=process_env().get("AGENT_GRPC_TARGET_CERT_FILE"), metavar="PEM",
         help="client certificate chain for a server that requires one (mTLS) (AGENT_GRPC_TARGET_CERT_FILE)",
     )
     tls.add_argument(
-        "--target-key", default=environ().get("AGENT_GRPC_TARGET_KEY_FILE"), metavar="PEM",
+        "--target-key", default=process_env().get("AGENT_GRPC_TARGET_KEY_FILE"), metavar="PEM",
         help="the client certificate's private key (AGENT_GRPC_TARGET_KEY_FILE)",
     )
     tls.add_argument(
-        "--target-server-name", default=environ().get("AGENT_GRPC_TARGET_SERVER_NAME"), metavar="NAME",
+        "--target-server-name", default=process_env().get("AGENT_GRPC_TARGET_SERVER_NAME"), metavar="NAME",
         help="name to check the target's certificate against, when it is not the target's host "
         "(AGENT_GRPC_TARGET_SERVER_NAME)",
     )
@@ -92,15 +92,15 @@ def add_http_tls_arguments(parser: argparse.ArgumentParser, description: str | N
     """
     group = parser.add_argument_group("HTTPS on the gateway", description)
     group.add_argument(
-        "--http-tls-cert", default=environ().get("AGENT_HTTP_TLS_CERT_FILE") or None, metavar="PEM",
+        "--http-tls-cert", default=process_env().get("AGENT_HTTP_TLS_CERT_FILE") or None, metavar="PEM",
         help="serve HTTPS with this certificate chain (AGENT_HTTP_TLS_CERT_FILE)",
     )
     group.add_argument(
-        "--http-tls-key", default=environ().get("AGENT_HTTP_TLS_KEY_FILE") or None, metavar="PEM",
+        "--http-tls-key", default=process_env().get("AGENT_HTTP_TLS_KEY_FILE") or None, metavar="PEM",
         help="the certificate's private key (AGENT_HTTP_TLS_KEY_FILE)",
     )
     group.add_argument(
-        "--http-tls-client-ca", default=environ().get("AGENT_HTTP_TLS_CLIENT_CA_FILE") or None, metavar="PEM",
+        "--http-tls-client-ca", default=process_env().get("AGENT_HTTP_TLS_CLIENT_CA_FILE") or None, metavar="PEM",
         help="require HTTP client certificates signed by this CA: mutual TLS (AGENT_HTTP_TLS_CLIENT_CA_FILE)",
     )
 
@@ -121,7 +121,7 @@ def _path(value: str | None) -> Path | None:
 
 
 def config_from_args(args: argparse.Namespace) -> GatewayConfig:
-    forwarded = environ().get("AGENT_FORWARDED_REQUEST_METADATA")
+    forwarded = process_env().get("AGENT_FORWARDED_REQUEST_METADATA")
     config = GatewayConfig(
         max_body_bytes=args.max_body_bytes,
         cors_origins=tuple(args.cors_origin or ()),
@@ -135,7 +135,7 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         target_key=_path(args.target_key),
         target_server_name=args.target_server_name or None,
         # The server believes this gateway's internal keys only when both share the secret.
-        send_internal_token=load_shared_token(environ()),
+        send_internal_token=load_shared_token(process_env()),
     )
     if forwarded is not None:
         config.forwarded_headers = parse_header_list(forwarded)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from gateway import cli as gateway_cli
 from neuro_san import __version__
 from neuro_san.cli import client_commands, config_command, serve
-from neuro_san.settings.startup import refuse_malformed
 from neuro_san.settings import activate, snapshot
+from neuro_san.settings.startup import refuse_malformed
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,8 +12,8 @@ from typing import Any
 
 from neuro_san.cli.heap import settle_heap
 from neuro_san.cli.serve_settings import a2a_served, config_from_args, http_tls_files
+from neuro_san.settings import SettingError, current, process_env
 from neuro_san.settings.startup import refuse_malformed
-from neuro_san.settings import SettingError, current, environ
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -125,7 +125,7 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
         serve_a2a = a2a_served(args)
-        load_shared_token(environ())  # AGENT_INTERNAL_TOKEN: standalone gateways' calls believed
+        load_shared_token(process_env())  # AGENT_INTERNAL_TOKEN: standalone gateways' calls believed
     except (ValueError, ConfigurationError) as bad:  # a bad setting: say which, do not start
         log.error("not starting: %s", bad)
         return 2

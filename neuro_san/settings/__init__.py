@@ -12,12 +12,12 @@ from neuro_san.settings.registry import (
     activate,
     catalog,
     current,
-    environ,
+    process_env,
     setting,
     snapshot,
 )
 
 __all__ = [
-    "Kind", "Origin", "Setting", "SettingError", "Settings", "activate", "catalog", "current", "environ",
+    "Kind", "Origin", "Setting", "SettingError", "Settings", "activate", "catalog", "current", "process_env",
     "setting", "snapshot",
 ]

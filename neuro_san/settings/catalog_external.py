@@ -25,7 +25,7 @@ def _provider(name: str, doc: str) -> Setting:
 declare(
     Setting("MCP_SERVERS_INFO_FILE", Kind.TEXT, None, "neuro-san's MCP servers info file (headers, tools per server)",
             origin=Origin.NEURO_SAN),
-    _studio("AGENT_NETWORK_DESIGNER_PROGRESS_STYLE", Kind.CHOICE, "internal",
+    _studio("AGENT_NETWORK_DESIGNER_PROGRESS_STYLE", Kind.TEXT, "internal",
             "the designer's progress reports (only studio's internal style)"),
     _studio("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS", Kind.SWITCH, False,
             "the designer deploys what it designs as temporary networks"),

@@ -92,7 +92,7 @@ declare(
             flag="serve --metrics-port", check=_port),
     Setting("AGENT_TRACING", Kind.CHOICE, "off", "otel turns on OpenTelemetry spans (a switch is taken too)",
             flag="serve --tracing", choices=("otel", "opentelemetry", *SWITCH_WORDS)),
-    Setting("AGENT_TRACING_EXPORT", Kind.TEXT, None, "the span exporter: otlp, console or jsonl:FILE",
+    Setting("AGENT_TRACING_EXPORT", Kind.TEXT, None, "the span exporter: otlp, console, jsonl:FILE or none",
             shown_default="OTEL_TRACES_EXPORTER, else otlp"),
     Setting("AGENT_WORKERS", Kind.TEXT, "1", "server processes sharing the ports ('auto': one per core)",
             flag="serve --workers", check=_workers),

@@ -196,13 +196,15 @@ class Settings(Mapping[str, str]):
         return lines
 
     def unknown(self) -> list[tuple[str, str | None]]:
-        """``AGENT_*`` variables no setting declares, each with the closest declared name."""
-        known = [name for name in _CATALOG if name.startswith("AGENT_")]
-        return [
-            (name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None))
-            for name in sorted(self._environ)
-            if name.startswith("AGENT_") and name not in _CATALOG
-        ]
+        """``AGENT_*`` variables no setting declares, each with the closest declared name (the
+        names compared without their common ``AGENT_`` prefix, which would make any two alike)."""
+        known = {name.removeprefix("AGENT_"): name for name in _CATALOG if name.startswith("AGENT_")}
+        found = []
+        for name in sorted(self._environ):
+            if name.startswith("AGENT_") and name not in _CATALOG:
+                close = difflib.get_close_matches(name.removeprefix("AGENT_"), list(known), n=1, cutoff=0.6)
+                found.append((name, known[close[0]] if close else None))
+        return found
 
 
 _active: Settings | None = None
@@ -214,7 +216,7 @@ def current() -> Settings:
     return _active if _active is not None else Settings(os.environ)
 
 
-def environ() -> Mapping[str, str]:
+def process_env() -> Mapping[str, str]:
     """The raw environment as the settings see it (for readers that take ``env: Mapping``)."""
     return current()
 

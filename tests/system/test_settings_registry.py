@@ -1,0 +1,204 @@
+"""The settings registry (issue 35, item 2): every setting declared once, read once at start by
+the command line, one grammar, malformed values refused, unknown ``AGENT_*`` names warned,
+``neuro-san config``, and the README kept in step with the registry."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuro_san.settings import Settings, activate, catalog, current, snapshot
+from neuro_san.settings.readme import BEGIN, in_hand_table, rewritten
+from tests.support.servers import ROOT
+
+#: The only modules that may read ``os.environ`` / ``os.getenv``, each with why.
+ENVIRONMENT_READERS = {
+    "neuro_san/settings/registry.py": "the registry: the snapshot the CLI takes at start, or a live view for "
+    "library use and tests",
+}
+#: ``AGENT_*`` strings in the code that name no setting.
+NOT_SETTINGS = {"AGENT_NOT_FOUND", "AGENT_PROGRESS", "AGENT_FRAMEWORK"}
+
+
+def _sources() -> list[Path]:
+    return sorted(p for folder in ("neuro_san", "gateway") for p in (ROOT / folder).rglob("*.py")
+                  if "generated" not in p.parts and not p.name.endswith(("_pb2.py", "_pb2_grpc.py")))
+
+
+def _environment_reads(path: Path) -> list[int]:
+    """Lines of ``path`` that read the process environment directly."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os"
+                and node.attr in ("environ", "environb", "getenv", "getenvb")):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and any(
+                alias.name in ("environ", "environb", "getenv", "getenvb") for alias in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_registry_reads_the_environment() -> None:
+    readers = {str(p.relative_to(ROOT)): lines for p in _sources() if (lines := _environment_reads(p))}
+    stray = {path: lines for path, lines in readers.items() if path not in ENVIRONMENT_READERS}
+    assert not stray, f"read settings through neuro_san.settings (current() / process_env()), not os.environ: {stray}"
+    assert set(ENVIRONMENT_READERS) <= set(readers), "an allowed reader no longer reads: drop it from the list"
+
+
+def test_every_setting_the_code_names_is_declared() -> None:
+    named = {name for p in _sources() for name in re.findall(r"[\"'](AGENT_[A-Z0-9_]+)[\"']", p.read_text())}
+    undeclared = sorted(named - NOT_SETTINGS - set(catalog()))
+    assert not undeclared, f"declare these in neuro_san/settings/catalog_*.py: {undeclared}"
+
+
+def _hand_table_names() -> set[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("## Configuration", 1)[1].split(BEGIN, 1)[0]
+    names: set[str] = set()
+    for row in (line for line in table.splitlines() if line.startswith("| `")):
+        names.update(re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`", row.split("|")[1]))
+    return names
+
+
+def test_the_readme_table_and_the_registry_agree() -> None:
+    names = _hand_table_names()
+    assert not sorted(names - set(catalog())), "the README documents settings the registry does not declare"
+    expected = {name for name, declared in catalog().items() if in_hand_table(declared)}
+    assert not sorted(expected - names), "settings the README's configuration table does not document"
+
+
+def test_the_readme_generated_table_is_current() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert rewritten(text) == text, "run python -m neuro_san.settings.readme"
+
+
+@pytest.mark.parametrize(("name", "value", "accepts"), [
+    ("AGENT_MCP_ENABLE", "ture", "not a switch"),
+    ("AGENT_SERVICE_LOG_JSON", "maybe", "not a switch"),
+    ("AGENT_NETWORK_DESIGNER_DEMO_MODE", "yes please", "not a switch"),
+    ("AGENT_HTTP_PORT", "abc", "a whole number"),
+    ("AGENT_PORT", "70000", "not a port"),
+    ("AGENT_GRPC_KEEPALIVE_SECONDS", "-1", "is not a number >= 0"),
+    ("AGENT_EVENT_LOOP", "fast", "one of auto, uvloop, asyncio"),
+    ("AGENT_WORKERS", "0", "'auto'"),
+    ("AGENT_LLM_OVERRIDE", "[1]", "a JSON object"),
+    ("AGENT_TRACING", "jaeger", "one of otel"),
+])
+def test_a_malformed_value_is_one_line_naming_the_variable(name: str, value: str, accepts: str) -> None:
+    [problem] = Settings({name: value}).problems()
+    assert problem.startswith(name) and accepts in problem, problem
+
+
+def test_one_grammar_for_switches() -> None:
+    values = [Settings({"AGENT_MCP_ENABLE": text}).value("AGENT_MCP_ENABLE") for text in ("on", "0", "YES", "")]
+    assert values == [True, False, True, True]
+    assert Settings({"AGENT_NETWORK_DESIGNER_USE_RESERVATIONS": "1"}).value("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS")
+
+
+def test_an_unknown_agent_variable_gets_the_closest_known_name() -> None:
+    settings = Settings({"AGENT_HTTP_PROT": "1", "AGENT_ZZZ": "1", "AGENT_PORT": "1", "HOME": "/"})
+    assert settings.unknown() == [("AGENT_HTTP_PROT", "AGENT_HTTP_PORT"), ("AGENT_ZZZ", None)]
+
+
+def test_the_snapshot_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_SERVER_NAME", "before")
+    with activate(snapshot()):
+        monkeypatch.setenv("AGENT_SERVER_NAME", "after")
+        assert current().value("AGENT_SERVER_NAME") == "before"
+    assert current().value("AGENT_SERVER_NAME") == "after"  # outside a command: a live view
+
+
+def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "neuro_san.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=ROOT)
+
+
+def _json_lines(output: str, level: str) -> list[str]:
+    return [json.loads(line)["message"] for line in output.splitlines()
+            if line.startswith("{") and f'"{level}"' in line]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "value", "words"), [
+    ("AGENT_HTTP_PORT", "abc", ("'abc'", "a whole number")),
+    ("AGENT_SERVICE_LOG_JSON", "maybe", ("'maybe'", "not a switch")),
+    ("AGENT_GRPC_KEEPALIVE_SECONDS", "soon", ("'soon'", "a number")),
+])
+def test_serve_refuses_a_malformed_value_in_one_line(name: str, value: str, words: tuple[str, ...]) -> None:
+    done = _run("serve", "--host", "127.0.0.1", "--port", "0", "--http-port", "0", env={name: value})
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "Traceback" not in output, output
+    [line] = _json_lines(output, "ERROR")
+    assert name in line and all(word in line for word in words), line
+
+
+@pytest.mark.slow
+def test_the_standalone_gateway_refuses_a_malformed_value_in_one_line() -> None:
+    done = _run("gateway", "--target", "127.0.0.1:1", "--port", "0", env={"AGENT_GRPC_TARGET_TLS": "maybe"})
+    errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert len(errors) == 1 and "AGENT_GRPC_TARGET_TLS='maybe' is not a switch" in errors[0], errors
+
+
+@pytest.mark.slow
+def test_serve_warns_once_about_an_unknown_agent_variable() -> None:
+    args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", "0", "--no-http"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENT_MAX_CONCURENT_REQUESTS": "4"}
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("READY "):
+                break
+    finally:
+        process.terminate()
+        process.wait(15)
+    output = "".join(lines)
+    assert any(line.startswith("READY ") for line in lines), output
+    warnings = [w for w in _json_lines(output, "WARNING") if "AGENT_MAX_CONCURENT_REQUESTS" in w]
+    assert len(warnings) == 1 and "did you mean AGENT_MAX_CONCURRENT_REQUESTS?" in warnings[0], warnings
+
+
+@pytest.mark.slow
+def test_config_prints_every_setting_its_value_and_its_source() -> None:
+    env = {"OPENAI_API_KEY": "sk-do-not-show", "AGENT_SERVER_NAME": "shown", "AGENT_MCP_ENABLE": "off"}
+    for name in ("AGENT_PORT", "AGENT_HTTP_PORT"):
+        env[name] = ""  # the defaults, whatever the caller's shell says
+    done = _run("config", "--json", "--port", "5", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "sk-do-not-show" not in done.stdout
+    rows = {row["name"]: row for row in map(json.loads, done.stdout.splitlines()) if "value" in row}
+    assert {name for name, declared in catalog().items() if not declared.internal} <= set(rows)
+    assert (rows["OPENAI_API_KEY"]["value"], rows["OPENAI_API_KEY"]["source"]) == ("***", "environment")
+    assert (rows["AGENT_SERVER_NAME"]["value"], rows["AGENT_SERVER_NAME"]["source"]) == ("shown", "environment")
+    assert (rows["AGENT_MCP_ENABLE"]["value"], rows["AGENT_MCP_ENABLE"]["source"]) == ("false", "environment")
+    assert (rows["AGENT_PORT"]["value"], rows["AGENT_PORT"]["source"]) == ("5", "flag")
+    assert (rows["AGENT_HTTP_PORT"]["value"], rows["AGENT_HTTP_PORT"]["source"]) == ("8080", "default")
+
+
+@pytest.mark.slow
+def test_config_names_a_malformed_value_and_an_unknown_one() -> None:
+    done = _run("config", env={"AGENT_MCP_ENABLE": "ture", "AGENT_HTTP_PROT": "1"})
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("neuro-san: AGENT_MCP_ENABLE='ture' is not a switch: use true or false "
+                                   "(also 1/0, yes/no, on/off)")
+    assert "AGENT_HTTP_PROT: not a known setting, changes nothing (did you mean AGENT_HTTP_PORT?)" in done.stdout
+    assert "where the value came from" in " ".join(_run("config", "--help").stdout.split())
+
+
+@pytest.mark.slow
+def test_a_server_setting_does_not_stop_a_client_command() -> None:
+    """``neuro-san function`` reads no server switch: a typo there is serve's to refuse."""
+    done = _run("function", "hello_world", "--port", "1", "--timeout", "5", env={"AGENT_MCP_ENABLE": "ture"})
+    assert "AGENT_MCP_ENABLE" not in done.stderr and done.returncode == 4, done.stderr
