@@ -21,7 +21,6 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy
-from neuro_san.core.env_settings import env_flag
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.oauth_settings import OAuthSettings
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
@@ -343,8 +342,7 @@ class AgentServer:
 
 def _tracing(settings: Settings) -> bool:
     """``AGENT_TRACING``: ``otel`` (or ``opentelemetry``), or a switch; anything else is refused."""
-    choice = settings.value("AGENT_TRACING")
-    return choice in ("otel", "opentelemetry") or env_flag({"AGENT_TRACING": choice}, "AGENT_TRACING", False)
+    return bool(settings.value("AGENT_TRACING"))
 
 
 def _with_tracing(metrics: Telemetry) -> Telemetry:

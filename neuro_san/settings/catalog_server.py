@@ -8,7 +8,6 @@ from neuro_san.settings.registry import Kind, Setting, declare
 
 BOTH = ("serve", "gateway")
 ALL = ("serve", "gateway", "client")
-SWITCH_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off")
 
 
 def _port(name: str, value: Any) -> None:
@@ -90,8 +89,8 @@ declare(
             flag="serve --tls-client-ca"),
     Setting("AGENT_METRICS_PORT", Kind.INT, 0, "also serve Prometheus /metrics on this port (0: off)",
             flag="serve --metrics-port", check=_port),
-    Setting("AGENT_TRACING", Kind.CHOICE, "off", "otel turns on OpenTelemetry spans (a switch is taken too)",
-            flag="serve --tracing", choices=("otel", "opentelemetry", *SWITCH_WORDS)),
+    Setting("AGENT_TRACING", Kind.SWITCH, False, "otel (or a switch) turns on OpenTelemetry spans",
+            flag="serve --tracing", choices=("otel", "opentelemetry")),
     Setting("AGENT_TRACING_EXPORT", Kind.TEXT, None, "the span exporter: otlp, console, jsonl:FILE or none",
             shown_default="OTEL_TRACES_EXPORTER, else otlp"),
     Setting("AGENT_WORKERS", Kind.TEXT, "1", "server processes sharing the ports ('auto': one per core)",

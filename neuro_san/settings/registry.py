@@ -77,7 +77,8 @@ class Setting:
     def accepts(self) -> str:
         """What the setting accepts, for messages and ``neuro-san config``."""
         if self.kind is Kind.SWITCH:
-            return "true or false (also 1/0, yes/no, on/off)"
+            extra = "".join(f", {word}" for word in self.choices)
+            return f"true or false (also 1/0, yes/no, on/off{extra})"
         if self.kind is Kind.INT:
             return "a whole number >= 0"
         if self.kind is Kind.FLOAT:
@@ -109,16 +110,16 @@ def parse(setting: Setting, env: Mapping[str, str]) -> Any:
 def _parse(setting: Setting, raw: str) -> Any:
     name = setting.name
     if setting.kind is Kind.SWITCH:
+        if raw.strip().lower() in setting.choices:  # a switch's extra words for on (AGENT_TRACING=otel)
+            return True
         return env_flag({name: raw}, name, bool(setting.default))
     if setting.kind in (Kind.INT, Kind.FLOAT):
-        try:
-            return env_number({name: raw}, name, int if setting.kind is Kind.INT else float)
-        except ValueError:
-            raise SettingError(f"{name}={raw.strip()!r} is not {setting.accepts()}") from None
+        # env_number's messages ("is not a number", "must not be negative"): the one grammar.
+        return env_number({name: raw}, name, int if setting.kind is Kind.INT else float)
     if setting.kind is Kind.CHOICE:
         text = raw.strip().lower()
         if text not in setting.choices:
-            raise SettingError(f"{name}={raw!r} is not {setting.accepts()}")
+            raise SettingError(f"{name} must be {setting.accepts()}, not {raw.strip()!r}")
         return text
     if setting.kind is Kind.JSON:
         try:
