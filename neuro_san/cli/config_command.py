@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -124,8 +125,17 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                      "secret": declared.secret, "origin": declared.origin.value, "applies": list(declared.applies),
                      "accepts": declared.accepts(), "flag": declared.flag, "doc": declared.doc,
                      "error": problem})
-    unknown = settings.unknown()
-    if args.json:
+    try:
+        _print(rows, settings.unknown(), args.json, out)
+    except BrokenPipeError:  # `neuro-san config | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # no second error at exit
+    for problem in problems:
+        print(f"neuro-san: {problem}", file=err)
+    return 2 if problems else 0
+
+
+def _print(rows: list[dict[str, Any]], unknown: list[tuple[str, str | None]], as_json: bool, out: TextIO) -> None:
+    if as_json:
         for row in rows:
             print(json.dumps(row), file=out)
         for name, closest in unknown:
@@ -135,9 +145,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         for name, closest in unknown:
             hint = f"did you mean {closest}?" if closest else "no setting has a name like it"
             print(f"{name}: not a known setting, changes nothing ({hint})", file=out)
-    for problem in problems:
-        print(f"neuro-san: {problem}", file=err)
-    return 2 if problems else 0
 
 
 def _table(rows: list[dict[str, Any]], out: TextIO) -> None:

@@ -38,7 +38,7 @@ def render() -> str:
     for declared in catalog().values():
         if declared.internal or in_hand_table(declared):
             continue
-        secret = " (a secret: masked by `neuro-san config`)" if declared.secret else ""
+        secret = " (a secret: masked when printed)" if declared.secret else ""
         lines.append(f"| `{declared.name}` | {declared.origin.value} | {_default(declared)} | "
                      f"{declared.doc}{secret} |")
     lines.append(END)

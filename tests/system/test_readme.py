@@ -103,6 +103,8 @@ def expectations(command: str) -> list[str]:
         return [AGENT_SERVICE]
     if "/mcp" in command and "tools/list" in command:
         return ['"name":"math_guy"', '"inputSchema":{"type":"object"']
+    if command.startswith("neuro-san config"):
+        return ["AGENT_PORT", "AGENT_MCP_ENABLE", "OPENAI_API_KEY"]
     if command.endswith("/api/v1/list") or command.startswith("neuro-san list"):
         return ["hello_world", "math_guy", "echo"]
     raise AssertionError(f"no expectation for the README command {command!r}: add one to this test")
