@@ -7,7 +7,10 @@ No LLM, no runtime, no gateway: what is left is the framework's own cost per cal
 bounds what S2 (HTTP) and S4 (gRPC) could reach. ``python -m bench.floor http-llm --llm-url
 URL``: the HTTP floor plus what S2 does besides our code, one OpenAI-style call to the fake
 LLM through a pooled aiohttp client (as ``neuro_san/llm/http.py`` makes it) whose answer is
-the line; so S2's CPU per chat minus this floor's is what our code costs.
+the line; so S2's CPU per chat minus this floor's is what our code costs. ``python -m
+bench.floor relay --llm-url URL``: S9's floor, the least a token costs: the same call with
+``stream: true``, each SSE event the fake LLM writes read and relayed as one NDJSON line
+(``TOKEN_DELTA``-shaped), flushed, then a last line with the whole answer.
 Prints ``READY port=<port>``.
 """
 
@@ -82,7 +85,33 @@ async def http_llm_chat(request: web.Request) -> web.StreamResponse:
     return stream
 
 
-async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "") -> None:
+async def relay_chat(request: web.Request) -> web.StreamResponse:
+    body = json.loads(await request.read())
+    text = body.get("user_message", {}).get("text", "")
+    completion = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": text}]}
+    session: aiohttp.ClientSession = request.app["llm"]
+    stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json-lines"})
+    await stream.prepare(request)
+    answer: list[str] = []
+    async with session.post(request.app["llm_url"], json=completion) as reply:
+        async for raw in reply.content:  # one SSE line at a time, as the fake writes them
+            if not raw.startswith(b"data: ") or raw.startswith(b"data: [DONE]"):
+                continue
+            choices = json.loads(raw[6:]).get("choices") or [{}]
+            piece = (choices[0].get("delta") or {}).get("content")
+            if piece:
+                answer.append(piece)
+                line = {"response": {"type": "TOKEN_DELTA", "text": piece, "origin": [{"tool": "echo"}]}}
+                await stream.write(json.dumps(line).encode() + b"\n")
+    final = {"response": {"type": "AGENT_FRAMEWORK", "text": "".join(answer)}}
+    await stream.write(json.dumps(final).encode() + b"\n")
+    await stream.write_eof()
+    return stream
+
+
+async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "", port: int = 0) -> None:
+    """``port``: share that port with the floor processes already on it (SO_REUSEPORT: the
+    HTTP floor on as many processes as ``serve --workers``); 0: a free port of its own."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -104,34 +133,36 @@ async def serve(kind: str, sleep_s: float = 0.0, llm_url: str = "") -> None:
         return
     app = web.Application()
     app["sleep_s"] = sleep_s
-    if kind == "http-llm":
+    if kind in ("http-llm", "relay"):
         app["llm_url"] = f"{llm_url.rstrip('/')}/chat/completions"
         app["llm"] = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=4096),  # as neuro_san/llm/http.py (the default total is 100)
             headers={"Authorization": "Bearer bench-key"},
         )
-    app.router.add_post("/api/v1/{agent}/streaming_chat", http_llm_chat if kind == "http-llm" else http_chat)
+    handlers = {"http": http_chat, "http-llm": http_llm_chat, "relay": relay_chat}
+    app.router.add_post("/api/v1/{agent}/streaming_chat", handlers[kind])
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096, reuse_port=True)
     await site.start()
     print(f"READY port={runner.addresses[0][1]}", flush=True)
     await stop.wait()
     await runner.cleanup()
-    if kind == "http-llm":
+    if kind in ("http-llm", "relay"):
         await app["llm"].close()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="bare echo servers: the benchmark's floor")
-    parser.add_argument("kind", choices=("grpc", "http", "http-llm"))
+    parser.add_argument("kind", choices=("grpc", "http", "http-llm", "relay"))
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--sleep-ms", type=float, default=0.0, help="wait this long per chat (S5's floor)")
     parser.add_argument("--llm-url", default="", help="http-llm: the fake LLM's OpenAI base URL (…/v1)")
+    parser.add_argument("--port", type=int, default=0, help="http: join the floor processes on this port")
     args = parser.parse_args(argv)
-    if args.kind == "http-llm" and not args.llm_url:
-        parser.error("http-llm needs --llm-url")
-    run_loop(serve(args.kind, args.sleep_ms / 1000, args.llm_url), args.uvloop)
+    if args.kind in ("http-llm", "relay") and not args.llm_url:
+        parser.error(f"{args.kind} needs --llm-url")
+    run_loop(serve(args.kind, args.sleep_ms / 1000, args.llm_url, args.port), args.uvloop)
 
 
 if __name__ == "__main__":

@@ -181,10 +181,21 @@ def start_fake(latency_ms: float, use_uvloop: bool, *stream_args: str) -> tuple[
     return proc, port_of(proc.wait_for("READY", 30))
 
 
-def start_floor(kind: str, use_uvloop: bool, sleep_ms: float = 0.0, llm_url: str = "") -> tuple[Proc, int]:
-    args = [sys.executable, "-m", "bench.floor", kind, "--sleep-ms", str(sleep_ms), "--llm-url", llm_url]
+def start_floor(
+    kind: str, use_uvloop: bool, sleep_ms: float = 0.0, llm_url: str = "", port: int = 0
+) -> tuple[Proc, int]:
+    """A bare floor server; ``port``: join the HTTP floor processes already on it."""
+    args = [sys.executable, "-m", "bench.floor", kind, "--sleep-ms", str(sleep_ms), "--llm-url", llm_url,
+            "--port", str(port)]
     proc = Proc.start(args + (["--uvloop"] if use_uvloop else []))
     return proc, port_of(proc.wait_for("READY", 30))
+
+
+def start_floors(processes: int, use_uvloop: bool, sleep_ms: float) -> tuple[list[Proc], int]:
+    """The bare HTTP floor on ``processes`` processes sharing one port (as ``serve --workers``)."""
+    first, port = start_floor("http", use_uvloop, sleep_ms)
+    others = [start_floor("http", use_uvloop, sleep_ms, port=port)[0] for _ in range(processes - 1)]
+    return [first, *others], port
 
 
 def llm_override(fake_port: int) -> str:

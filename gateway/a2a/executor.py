@@ -1,4 +1,4 @@
-"""An A2A task runs one neuro-san chat turn through the invoker seam.
+"""An A2A task runs one neuro-san chat turn through the agents facade (over the invoker seam).
 
 The SDK's request handler owns the task lifecycle (store, events, cancel, resubscribe);
 this executor turns one A2A message into one chat (:mod:`gateway.agents`) with the agent named by
@@ -161,9 +161,8 @@ class NetworkExecutor(AgentExecutor):
                             steps=thinking, stream_tokens=tokens, strict_context=True)
         state = context.call_context.state
         try:
-            # The metadata already carries the private rule (the front-end added it).
-            caller = Caller(state.get(GRPC_METADATA_KEY, []), private_named_only=False)
-            return self._agents.chat(state[AGENT_KEY], turn, caller), thinking
+            # A private network is not there over A2A unless the caller's key names it (Caller's default).
+            return self._agents.chat(state[AGENT_KEY], turn, Caller(state.get(GRPC_METADATA_KEY, []))), thinking
         except InvalidTurn as error:  # only chat_context can be wrong: the rest is built here
             where = f"{METADATA_KEY}.{error.field}" if error.field else METADATA_KEY
             raise InvalidParamsError(message=f"metadata.{where}: {error}") from None

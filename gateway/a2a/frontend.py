@@ -15,7 +15,8 @@ A2A's gRPC binding on the gRPC port (:mod:`gateway.a2a.grpc_binding`), and the c
 
 The bodies are handled by the a2a-sdk's own dispatchers and request handler (validation,
 error codes, task lifecycle, SSE, push notifications), run through a small ASGI bridge
-(:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the invoker. Tasks,
+(:mod:`gateway.a2a.asgi_bridge`); the agents are reached only through the agents facade
+(:mod:`gateway.agents`: cards from its directory, tasks as its chats). Tasks,
 their events, push configurations and contextIds live in the shared state
 (:mod:`gateway.state`): Redis with ``AGENT_REDIS_URL``, so any replica answers any request.
 """
@@ -27,7 +28,6 @@ import json
 from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
-import grpc
 from a2a.server.cluster import TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -38,7 +38,6 @@ from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificati
 from a2a.types import Task, TaskStatusUpdateEvent
 from a2a.utils.constants import VERSION_HEADER
 from aiohttp import web
-from neuro_san.api.grpc import agent_pb2, concierge_pb2
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Router
@@ -53,15 +52,16 @@ from gateway.a2a.push_policy import PushUrlPolicy, allowed_networks
 from gateway.a2a.push_signing import signer_from_env
 from gateway.a2a.routes import A2A_MEDIA_TYPE, A2A_ROUTES, REST_PREFIX, a2a_typed
 from gateway.a2a.tasks import BoundedTaskStore, owner_of, resolve_owner
+from gateway.agents.interface import AgentsFailed, Caller
 from gateway.agents.invoked import InvokedAgents
 from gateway.host.bearer import authorization_server, challenge, oauth_settings
-from gateway.host.errors import RpcFailure, rpc_failure, status_from_rpc_error
+from gateway.host.errors import RpcFailure
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps, json_response
 from gateway.state import StateSettings, process_state, release_state
 from gateway.state.conversations import ConversationStore
-from neuro_san.core.access import DEFAULT_SCOPE, PUBLIC_DIRECTORY_METADATA_KEY
+from neuro_san.core.access import DEFAULT_SCOPE
 from neuro_san.core.errors import echo
 from neuro_san.settings import process_env
 
@@ -158,8 +158,7 @@ class A2AFrontEnd:
     ) -> None:
         self.context = context
         self.grpc_port = grpc_port
-        self._function = context.method("AgentService", "Function")
-        self._list = context.method("ConciergeService", "List")
+        self.agents = InvokedAgents.of(context, lookup_seconds=_LOOKUP_TIMEOUT)
         self.state = process_state()
         self.conversations = conversations or ConversationStore(self.state)
         self._secured = _api_keys_configured()
@@ -179,8 +178,7 @@ class A2AFrontEnd:
             else InMemoryPushNotificationConfigStore(owner_resolver=resolve_owner))
         self.signer = signer_from_env()
         self.push = RetryingPushSender(push_store, policy, signer=self.signer)
-        agents = InvokedAgents(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds)
-        executor = NetworkExecutor(agents, self.conversations, self.state, self.tasks)
+        executor = NetworkExecutor(self.agents, self.conversations, self.state, self.tasks)
         if self.tasks is not None:
             self.tasks.push_sender = self.push
         self.handler = _Handler(
@@ -204,55 +202,41 @@ class A2AFrontEnd:
         return [FrontEndRoute(s.http_method, s.template, s.name, handlers[s.name], refusal=s.refusal,
                               takes_body=s.takes_body, drains=s.drains) for s in A2A_ROUTES]
 
-    def _metadata(self, request: web.Request) -> list[tuple[str, Any]]:
-        # A private network is not there over A2A unless the caller's key names it.
-        return self.context.metadata(request, private_named_only=True)
+    def _caller(self, request: web.Request) -> Caller:
+        # A private network is not there over A2A unless the caller's key names it (Caller's default).
+        return Caller(self.context.metadata(request))
 
-    def _card_metadata(self, request: web.Request) -> list[tuple[str, Any]]:
+    def _card_caller(self, request: web.Request) -> Caller:
         """Cards are served without credentials (they say how to authenticate): without
         any, the service answers from the public directory (public networks only); with
         some, as for every call (a private network its key or token names is shown)."""
-        metadata = self._metadata(request)
-        return metadata if _has_credentials(request) else [*metadata, (PUBLIC_DIRECTORY_METADATA_KEY, "true")]
+        return Caller(self.context.metadata(request), public_directory=not _has_credentials(request))
 
-    async def _description(self, request: web.Request, agent: str, metadata: list[tuple[str, Any]] | None = None) -> (
-        str
-    ):
-        """The network's description; raises AioRpcError (unknown network, no key…)."""
-        return await self.description(agent, self._metadata(request) if metadata is None else metadata)
-
-    async def description(self, agent: str, metadata: list[tuple[str, Any]]) -> str:
-        """The network's description, asked with the caller's ``metadata``; raises AioRpcError
-        (unknown network, no key…). Every binding asks it first: a clear refusal up front."""
-        reply = await self._function(agent_pb2.FunctionRequest(), metadata=[*metadata, ("agent-name", agent)],
-                                     timeout=_LOOKUP_TIMEOUT)
-        return str(reply.function.description)
+    async def check_network(self, agent: str, caller: Caller) -> str:
+        """The network's description, asked as ``caller``; raises AgentsFailed (unknown
+        network, no key…). Every binding asks it first: a clear refusal up front."""
+        return (await self.agents.describe(agent, caller)).description
 
     def _place(self, request: web.Request) -> CardPlace:
         """Where the cards say we are: never a Host that is not a plain host[:port] (400)."""
         return card_place(request, self.card_settings, self.grpc_port)
 
     async def _describe(self, request: web.Request, agent: str) -> tuple[str, list[str]]:
-        """The network's description and concierge tags."""
-        metadata = self._card_metadata(request)
-        description = await self._description(request, agent, metadata)
-        tags: list[str] = []
-        try:
-            listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=metadata,
-                                       timeout=_LOOKUP_TIMEOUT)
-            tags = next((list(a.tags) for a in listing.agents if a.agent_name == agent), [])
-        except grpc.aio.AioRpcError:
-            pass  # tags are a nicety; the Function call said the network is there
-        return description, tags
+        """The network's description and concierge tags: from the directory's listing (one
+        call); a network it lacks is asked for, so that the refusal is the service's own."""
+        caller = self._card_caller(request)
+        listed = next((a for a in await self.agents.list(caller) if a.name == agent), None)
+        if listed is None or listed.function is None:
+            return await self.check_network(agent, caller), list(listed.tags) if listed else []
+        return listed.function.description, list(listed.tags)
 
     async def agent_card(self, request: web.Request, captures: dict[str, str], _body: bytes) -> web.StreamResponse:
         agent = captures["agent"]
         place = self._place(request)
         try:
             description, tags = await self._describe(request, agent)
-        except grpc.aio.AioRpcError as error:
-            status, body = status_from_rpc_error(error)
-            return json_response(status, dumps(body))
+        except AgentsFailed as error:
+            return json_response(error.failure.http_status, dumps(error.failure.status_dict()))
         card = network_card(place.base, agent, description, tags, await _card_security(self._secured), place.grpc)
         return card_response(request, json.dumps(card_to_json(card)).encode(), place, self.card_settings)
 
@@ -261,12 +245,10 @@ class A2AFrontEnd:
     ):
         place = self._place(request)
         try:
-            listing = await self._list(concierge_pb2.ConciergeRequest(), metadata=self._card_metadata(request),
-                                       timeout=_LOOKUP_TIMEOUT)
-        except grpc.aio.AioRpcError as error:
-            status, body = status_from_rpc_error(error)
-            return json_response(status, dumps(body))
-        agents = [(a.agent_name, a.description, list(a.tags)) for a in listing.agents]
+            listing = await self.agents.list(self._card_caller(request))
+        except AgentsFailed as error:
+            return json_response(error.failure.http_status, dumps(error.failure.status_dict()))
+        agents = [(a.name, a.description, list(a.tags)) for a in listing]
         card = server_card(place.base, agents, await _card_security(self._secured), place.grpc)
         return card_response(request, json.dumps(card_to_json(card)).encode(), place, self.card_settings)
 
@@ -300,10 +282,9 @@ class A2AFrontEnd:
             status, body, headers = rest_answer()
             return a2a_typed(json_response(status, dumps(body), list(headers.items())))
         try:
-            await self._description(request, agent)
-        except grpc.aio.AioRpcError as error:
-            status, failure_body = status_from_rpc_error(error)
-            return a2a_typed(json_response(status, dumps(failure_body)))
+            await self.check_network(agent, self._caller(request))
+        except AgentsFailed as error:
+            return a2a_typed(json_response(error.failure.http_status, dumps(error.failure.status_dict())))
         if (malformed := malformed_rest_body(raw)) is not None:  # before the SDK's own parse
             return a2a_typed(malformed)
         path = request.path.split(f"{agent}{REST_PREFIX}", 1)[-1]
@@ -350,7 +331,7 @@ class A2AFrontEnd:
         self, request: web.Request, agent: str, refusals: list[RpcFailure], streaming: bool = False
     ) -> dict[str, Any]:
         """``streaming``: a streaming method, whose answer streams as artifact chunks."""
-        return call_state(agent, self._metadata(request), owner_of(request.headers), refusals, streaming)
+        return call_state(agent, self.context.metadata(request), owner_of(request.headers), refusals, streaming)
 
     async def jsonrpc(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
         agent = captures["agent"]
@@ -358,9 +339,9 @@ class A2AFrontEnd:
             status, answer, headers = jsonrpc_answer(None)  # the body is not read yet
             return json_response(status, dumps(answer), list(headers.items()))
         try:
-            await self._description(request, agent)  # unknown network or missing key: say so now
-        except grpc.aio.AioRpcError as error:
-            failure = rpc_failure(error)
+            await self.check_network(agent, self._caller(request))  # unknown network or missing key: say so now
+        except AgentsFailed as error:
+            failure = error.failure
             code = failure.jsonrpc_code if failure.is_refusal else -32600
             return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
                                   failure.headers() + challenge(failure))

@@ -7,7 +7,7 @@ layer knows neither the gateway nor the A2A SDK) and hands it to the HTTP port's
 composition (``protocol_frontends(a2a_grpc=...)``). Both bindings then share **one** A2A
 front-end (:class:`gateway.a2a.frontend.A2AFrontEnd`): one request handler, task store,
 executor and push sender. So a task sent over gRPC is read over JSON-RPC or HTTP+JSON, the
-agents are reached through the same invoker with the caller's metadata (authentication,
+agents are reached through the same agents facade with the caller's metadata (authentication,
 limits and the private-network rule as on HTTP), and the cards list the gRPC interface.
 
 Like the HTTP routes (:class:`gateway.host.frontends.LazyFrontEnd`), the binding imports no

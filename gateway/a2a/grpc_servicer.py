@@ -2,14 +2,17 @@
 
 Each call: parse the request; its ``tenant`` names the network (none: INVALID_ARGUMENT);
 the caller's gRPC metadata becomes the call's metadata as the HTTP bindings make it from
-headers (``authorization``, ``x-api-key``, the forwarded names, the client's address, and
-the private-network rule: a private network is not there unless the caller's key names
-it); the network is asked for first, so an unknown network (NOT_FOUND), a missing or
-wrong key (UNAUTHENTICATED) or a forbidden one (PERMISSION_DENIED) is refused up front
-with the service's own status. Then the a2a-sdk's ``GrpcHandler`` answers with the
-front-end's request handler: the same task store, executor and push sender as JSON-RPC
+headers (``authorization``, ``x-api-key``, the forwarded names, the client's address), and
+every call to agents goes through the agents facade as the caller (a private network is
+not there unless the caller's key names it); the network is asked for first, so an
+unknown network (NOT_FOUND), a missing or wrong key (UNAUTHENTICATED) or a forbidden one
+(PERMISSION_DENIED) is refused up front with the service's own status. Then the a2a-sdk's
+``GrpcHandler`` answers with the front-end's request handler: the same task store, executor and push sender as JSON-RPC
 and HTTP+JSON, with the same call state, so a task's owner (the credentials and the
 network) is the same whichever binding sent it.
+
+This module is a gRPC *servicer* (A2A's binding, serving its own calls on the gRPC port), so
+it uses grpc's server API; it never calls agents in grpc terms (that is the facade's).
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ from gateway.a2a.executor import call_state
 from gateway.a2a.frontend import A2AFrontEnd
 from gateway.a2a.outage import StoreUnavailable
 from gateway.a2a.tasks import owner_of
+from gateway.agents.interface import AgentsFailed, Caller
 from gateway.host.errors import RpcFailure
 from gateway.host.frontends import CLIENT_ADDRESS_METADATA
-from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
 from neuro_san.core.internal_metadata import GATEWAY_OWNED_KEYS
 
 _METHODS = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].methods_by_name
@@ -125,7 +128,7 @@ class TenantGrpcServicer:
 
     def _metadata(self, context: grpc.aio.ServicerContext) -> list[tuple[str, Any]]:
         """The caller's metadata as the HTTP bindings pass headers on; the client's address
-        and the private-network rule are appended last, so a caller cannot override them."""
+        is appended last, so a caller cannot override it."""
         metadata: list[tuple[str, Any]] = [
             (key.lower(), value) for key, value in context.invocation_metadata() or ()
             if key.lower() in self._passed and isinstance(value, str)
@@ -133,7 +136,6 @@ class TenantGrpcServicer:
         address = peer_host(context.peer() or "")
         if address:
             metadata.append((CLIENT_ADDRESS_METADATA, address))
-        metadata.append((PRIVATE_NAMED_ONLY_METADATA_KEY, "true"))
         return metadata
 
     async def _prepare(
@@ -155,10 +157,10 @@ class TenantGrpcServicer:
             await abort_unavailable(context)
         metadata = self._metadata(context)
         try:
-            await self._frontend.description(agent, metadata)  # unknown network, missing key: say so now
-        except grpc.aio.AioRpcError as error:  # the service's own status, details and retry-after
-            context.set_trailing_metadata(tuple((str(k), v) for k, v in error.trailing_metadata() or ()))
-            await context.abort(error.code(), error.details() or "")
+            await self._frontend.check_network(agent, Caller(metadata))  # unknown network, missing key: say so now
+        except AgentsFailed as error:  # the service's own status, details and retry-after, as they came
+            context.set_trailing_metadata(error.failure.trailers)
+            await context.abort(_CODES.get(error.failure.code, grpc.StatusCode.UNKNOWN), error.failure.message)
         owner = owner_of(dict(metadata))
         state = call_state(agent, metadata, owner, refusals, streaming=method in _STREAMING)
         return request, _Handler(self._frontend.handler, _CallState(state))

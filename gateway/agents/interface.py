@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from gateway.host.errors import RpcFailure
@@ -99,11 +100,24 @@ class AnswerDelta:
     text: str
 
 
+class StepKind(StrEnum):
+    """What a :class:`Step` is (the names of neuro-san's message types)."""
+
+    #: An LLM agent's own message.
+    AI = "AI"
+    #: The framework's note of an agent's work: a tool being invoked, its usage report…
+    AGENT = "AGENT"
+    #: The result a caller gets back from a tool.
+    TOOL_RESULT = "AGENT_TOOL_RESULT"
+    #: A coded tool's progress report.
+    PROGRESS = "AGENT_PROGRESS"
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One thing the network did (MAXIMAL): an agent's message, a tool's arguments or result."""
 
-    #: The message type's name: ``AI``, ``AGENT``, ``AGENT_TOOL_RESULT`` or ``AGENT_PROGRESS``.
+    #: A :class:`StepKind` (its value is the message type's name).
     kind: str
     #: The agents (tools) from the front man down to the one that speaks.
     origin: tuple[str, ...]
@@ -113,11 +127,34 @@ class Step:
     arguments: Any = None
     #: A tool call's result ("Got result:"), else None.
     result: Any = None
+    #: On ``AGENT_TOOL_RESULT`` (the result a caller gets back from a tool): the origin of
+    #: the tool that produced it, so a front-end pairs it with its call; else ().
+    result_of: tuple[str, ...] = ()
 
     @property
     def agent(self) -> str:
         """The agent (or tool) that speaks: the last of the origin."""
         return self.origin[-1] if self.origin else ""
+
+    @property
+    def invoking(self) -> tuple[str, Any] | None:
+        """(the tool called, its arguments) when this is an agent calling a tool (neuro-san's
+        "Invoking …" message), else None."""
+        structure = self.structure if isinstance(self.structure, Mapping) else {}
+        if self.kind != StepKind.AGENT or not structure.get("invoking_start"):
+            return None
+        return str(structure.get("invoked_agent_name") or "tool"), structure.get("params")
+
+    @property
+    def usage(self) -> Mapping[str, Any] | None:
+        """The token accounting of an agent's work (neuro-san's usage report), else None."""
+        structure = self.structure if isinstance(self.structure, Mapping) else {}
+        return structure if self.kind == StepKind.AGENT and "total_tokens" in structure else None
+
+    @property
+    def is_keepalive(self) -> bool:
+        """The service's keep-alive on a quiet stream (an empty progress report): no news."""
+        return self.kind == StepKind.PROGRESS and not self.text and not self.structure
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,18 +202,6 @@ ChatEvent = AnswerDelta | Step | Answer | ChatFailed
 
 
 @dataclass(frozen=True, slots=True)
-class AgentSummary:
-    """One network the caller may see, as a directory lists it."""
-
-    name: str
-    #: The manifest's (or the network's metadata) description, as Concierge lists it.
-    description: str
-    tags: tuple[str, ...] = ()
-    #: Its MCP tool name when the manifest makes it an MCP tool, else None.
-    mcp_tool: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class AgentDescription:
     """What one network says of itself: its front man's function (``AgentService/Function``)."""
 
@@ -187,6 +212,29 @@ class AgentDescription:
     parameters: Mapping[str, Any] | None = None
     #: JSON Schema of the sly_data it takes, when it declares one.
     sly_data_schema: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    """One network the caller may see, as a directory lists it."""
+
+    name: str
+    #: The manifest's (or the network's metadata) description, as Concierge lists it.
+    description: str
+    tags: tuple[str, ...] = ()
+    #: Its MCP tool name when the manifest makes it an MCP tool, else None.
+    mcp_tool: str | None = None
+    #: What it says of itself (as :meth:`Agents.describe` answers), listed with it.
+    function: AgentDescription | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """The networks a caller may see, and the directory's version of that answer (equal
+    versions: equal listings), for a front-end that keeps it a while."""
+
+    version: str
+    agents: tuple[AgentSummary, ...]
 
 
 class AgentsFailed(Exception):
@@ -224,9 +272,17 @@ class Agents:
         any call) when ``turn`` does not fit the API. The call starts on the first read."""
         raise NotImplementedError
 
-    async def list(self, caller: Caller) -> list[AgentSummary]:
-        """The networks ``caller`` may see; raises :class:`AgentsFailed`."""
+    async def listing(self, caller: Caller) -> Listing:
+        """The networks ``caller`` may see, with their functions and MCP tool names, in one
+        service call; raises :class:`AgentsFailed`. A private network is listed only when
+        the caller's key or token names it, whatever ``caller.private_named_only`` says (no
+        rule lists a network the key does not name); ``caller.public_directory`` lists the
+        public networks to a caller without credentials."""
         raise NotImplementedError
+
+    async def list(self, caller: Caller) -> list[AgentSummary]:
+        """:meth:`listing`'s networks."""
+        return list((await self.listing(caller)).agents)
 
     async def describe(self, agent: str, caller: Caller) -> AgentDescription:
         """What ``agent`` says of itself; raises :class:`AgentsFailed` (NOT_FOUND for a

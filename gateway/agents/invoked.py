@@ -1,9 +1,11 @@
 """The facade over the invoker: one turn = one ``AgentService/StreamingChat`` call; the
-directory is ``ConciergeService/List`` and ``AgentService/Function``.
+directory is ``DirectoryService/List`` (every network the caller may see, with its function
+and MCP tool name, in one call) and ``AgentService/Function``.
 
 This is the one place of the HTTP port's protocol front-ends that reads the chat stream:
 which message types are answer pieces, steps or the answer, what of them a front-end
-gets, and how a failed call reads (``grpc.aio.AioRpcError`` → :class:`ChatFailed`). The
+gets, and how a failed call reads (``grpc.aio.AioRpcError`` → :class:`ChatFailed`), and the
+one place that turns a :class:`Caller`'s rules into the metadata the service reads. The
 JSON forms are the transcoder's (:class:`~gateway.transcoder.marshal.MessageCodec`), the
 same as REST's.
 """
@@ -11,11 +13,11 @@ same as REST's.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf import json_format
-from neuro_san.api.grpc import agent_pb2, chat_pb2, concierge_pb2
+from neuro_san.api.grpc import agent_pb2, chat_pb2, directory_pb2
 
 from gateway.agents.interface import (
     AgentDescription,
@@ -29,13 +31,19 @@ from gateway.agents.interface import (
     ChatFailed,
     ChatStream,
     InvalidTurn,
+    Listing,
     Step,
     Turn,
 )
 from gateway.host.errors import GatewayError, rpc_failure
 from gateway.transcoder.marshal import MessageCodec
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
-from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY, MCP_TOOL_TAG_PREFIX
+
+if TYPE_CHECKING:
+    from gateway.host.frontends import FrontEndContext
+
+#: Seconds a directory call (List, Function) may take, unless the front-end says otherwise.
+LOOKUP_SECONDS = 10.0
 
 _REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
 _RESPONSE_CODEC = MessageCodec(agent_pb2.ChatResponse)
@@ -92,9 +100,14 @@ def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
         return Answer(str(data.get("text", "")), data.get("structure"), data.get("chat_context"),
                       data.get("sly_data") or {})
     structure = data.get("structure")
-    origin = tuple(str(o.get("tool", "")) for o in data.get("origin") or [] if isinstance(o, dict))
+    origin = _origin(data.get("origin"))
     return Step(_Type.ChatMessageType.Name(kind), origin, str(data.get("text") or ""), structure,
-                *_tool_parts(structure))
+                *_tool_parts(structure), result_of=_origin(data.get("tool_result_origin")))
+
+
+def _origin(raw: Any) -> tuple[str, ...]:
+    """The agent names of an origin path's JSON form."""
+    return tuple(str(o.get("tool", "")) for o in raw or [] if isinstance(o, dict))
 
 
 def _tool_parts(structure: Any) -> tuple[Any, Any]:
@@ -158,44 +171,51 @@ def _struct(value: Any) -> dict[str, Any] | None:
     return json_format.MessageToDict(value) if value.ListFields() else None
 
 
+def _description(agent: str, function: agent_pb2.Function) -> AgentDescription:
+    return AgentDescription(agent, str(function.description), _struct(function.parameters),
+                            _struct(function.sly_data_schema))
+
+
 class InvokedAgents(Agents):
     """Agents reached through the invoker's callables (``FrontEndContext.method``):
-    ``StreamingChat`` for chats, ``ConciergeService/List`` and ``AgentService/Function``
+    ``StreamingChat`` for chats, ``DirectoryService/List`` and ``AgentService/Function``
     for the directory (``lookup_seconds`` bounds those)."""
 
     def __init__(
         self, streaming_chat: Callable[..., Any], deadline_seconds: float | None, *,
-        concierge_list: Callable[..., Any] | None = None, function: Callable[..., Any] | None = None,
-        lookup_seconds: float = 10.0,
+        directory_list: Callable[..., Any] | None = None, function: Callable[..., Any] | None = None,
+        lookup_seconds: float = LOOKUP_SECONDS,
     ) -> None:
         self._streaming_chat = streaming_chat
         self._deadline = deadline_seconds
-        self._list = concierge_list
+        self._list = directory_list
         self._function = function
         self._lookup = lookup_seconds
+
+    @classmethod
+    def of(cls, context: FrontEndContext, lookup_seconds: float = LOOKUP_SECONDS) -> InvokedAgents:
+        """The facade over a front-end's invoker: what every protocol front-end uses."""
+        return cls(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds,
+                   directory_list=context.method("DirectoryService", "List"),
+                   function=context.method("AgentService", "Function"), lookup_seconds=lookup_seconds)
 
     def chat(self, agent: str, turn: Turn, caller: Caller) -> ChatStream:
         request = chat_request(turn)
         metadata = [*caller_metadata(caller), ("agent-name", agent)]
         return _InvokedChat(lambda: self._streaming_chat(request, metadata=metadata, timeout=self._deadline))
 
-    async def list(self, caller: Caller) -> list[AgentSummary]:
+    async def listing(self, caller: Caller) -> Listing:
         if self._list is None:
-            raise LookupError("this facade was made without ConciergeService/List")
-        metadata = [*caller_metadata(caller), (MCP_LISTING_METADATA_KEY, "true")]
+            raise LookupError("this facade was made without DirectoryService/List")
+        request = directory_pb2.DirectoryRequest(public_directory=caller.public_directory)
         try:
-            mcp = await self._list(concierge_pb2.ConciergeRequest(), metadata=metadata, timeout=self._lookup)
-            every = await self._list(concierge_pb2.ConciergeRequest(), metadata=caller_metadata(caller),
-                                     timeout=self._lookup)
+            reply = await self._list(request, metadata=list(caller.metadata), timeout=self._lookup)
         except grpc.aio.AioRpcError as error:
             raise AgentsFailed(rpc_failure(error)) from None
-        mcp_names = {}
-        for info in mcp.agents:
-            names = [tag[len(MCP_TOOL_TAG_PREFIX):] for tag in info.tags if tag.startswith(MCP_TOOL_TAG_PREFIX)]
-            if names:
-                mcp_names[info.agent_name] = names[-1]
-        return [AgentSummary(info.agent_name, info.description, tuple(info.tags), mcp_names.get(info.agent_name))
-                for info in every.agents]
+        return Listing(reply.version, tuple(
+            AgentSummary(entry.agent_name, entry.description, tuple(entry.tags), entry.mcp_tool or None,
+                         _description(entry.agent_name, entry.function))
+            for entry in reply.entries))
 
     async def describe(self, agent: str, caller: Caller) -> AgentDescription:
         if self._function is None:
@@ -205,6 +225,4 @@ class InvokedAgents(Agents):
             reply = await self._function(agent_pb2.FunctionRequest(), metadata=metadata, timeout=self._lookup)
         except grpc.aio.AioRpcError as error:
             raise AgentsFailed(rpc_failure(error)) from None
-        function = reply.function
-        return AgentDescription(agent, str(function.description), _struct(function.parameters),
-                                _struct(function.sly_data_schema))
+        return _description(agent, reply.function)

@@ -69,6 +69,9 @@ class RpcFailure:
     reason: str | None = None
     #: Whole seconds, as the service sent them in the ``retry-after`` trailer.
     retry_after: str | None = None
+    #: The call's trailing metadata as it came (its rich status among it), for a gRPC
+    #: servicer that passes the service's answer on unchanged (A2A's gRPC binding).
+    trailers: tuple[tuple[str, str | bytes], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def http_status(self) -> int:
@@ -109,7 +112,8 @@ def rpc_failure(error: grpc.aio.AioRpcError) -> RpcFailure:
             details, reason = _decode_details(value)
         elif key == "retry-after" and isinstance(value, str):  # a rate limit says when to retry
             retry_after = value
-    return RpcFailure(error.code().value[0], error.details() or "", details, reason, retry_after)
+    trailers = tuple((str(key), value) for key, value in error.trailing_metadata() or ())
+    return RpcFailure(error.code().value[0], error.details() or "", details, reason, retry_after, trailers)
 
 
 def status_from_rpc_error(error: grpc.aio.AioRpcError) -> tuple[int, dict[str, Any]]:

@@ -35,7 +35,6 @@ from aiohttp import web
 
 from gateway.host.errors import GatewayError, status_refusal
 from gateway.host.pattern import CompiledPattern
-from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY
 from neuro_san.core.internal_metadata import CLIENT_ADDRESS_KEY
 
 if TYPE_CHECKING:
@@ -108,21 +107,18 @@ class FrontEndContext:
     #: Every gRPC method the HTTP port may call, by path (``/pkg.Service/Method``).
     methods: Mapping[str, MethodRef]
 
-    def metadata(self, request: web.Request, *, private_named_only: bool = False) -> list[tuple[str, str | bytes]]:
+    def metadata(self, request: web.Request) -> list[tuple[str, str | bytes]]:
         """The caller's headers as gRPC metadata, exactly as the REST routes send them: the
         forwarded headers and ``Authorization``, then the client's address (per-address rate
         limits when API keys are off; appended last, so a forged header of that name loses).
 
-        ``private_named_only``: the service treats a private network (``public: false``) as
-        absent unless the caller's key names it (:mod:`neuro_san.core.access`); MCP and A2A
-        ask for this, REST does not (there, as in neuro-san, a private network is unlisted
-        but callable by name).
+        The rules of the protocol front-ends (a private network absent unless the key names
+        it, the public directory) are not added here: they are fields of the agents facade's
+        ``Caller``, which alone turns them into what the service reads.
         """
         metadata = list(self.headers.to_metadata(request.headers))
         if request.remote:
             metadata.append((CLIENT_ADDRESS_METADATA, request.remote))
-        if private_named_only:
-            metadata.append((PRIVATE_NAMED_ONLY_METADATA_KEY, "true"))
         return metadata
 
     def method(self, service: str, method: str) -> Callable[..., Any]:

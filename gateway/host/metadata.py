@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from gateway.host.errors import GatewayError, bad_request
 from neuro_san.core.errors import Code, echo
 from neuro_san.core.internal_metadata import GATEWAY_OWNED_KEYS
+from neuro_san.core.request_ids import client_request_id, new_request_id, sane_request_id
 
 MetadataValue = str | bytes
 Metadata = list[tuple[str, MetadataValue]]
@@ -146,3 +147,24 @@ def metadata_to_headers(metadata: Iterable[tuple[str, MetadataValue]] | None, pr
             continue
         headers.append((prefix + key, text))
     return headers
+
+
+#: The response header that names a REST call's request id (grpc-gateway's name for the
+#: ``request-id`` metadata, which the server now sends with its status, not before).
+REQUEST_ID_HEADER = "Grpc-Metadata-Request-Id"
+_REQUEST_ID_METADATA = "request_id"
+
+
+def stamp_request_id(metadata: Metadata, headers: Mapping[str, str]) -> tuple[Metadata, list[tuple[str, str]]]:
+    """``metadata`` with exactly one ``request_id`` (the client's: its ``request_id``
+    header, else ``X-Request-Id``; else a new one) and the response headers that answer it:
+    ``Grpc-Metadata-Request-Id``, and ``X-Request-Id`` when the client sent that one."""
+    given = client_request_id(metadata)
+    echo = given is None and sane_request_id(headers.get("X-Request-Id"))
+    request_id = given or (headers["X-Request-Id"] if echo else new_request_id())
+    stamped = [item for item in metadata if item[0] != _REQUEST_ID_METADATA]
+    stamped.append((_REQUEST_ID_METADATA, request_id))
+    answer = [(REQUEST_ID_HEADER, request_id)]
+    if echo:
+        answer.append(("X-Request-Id", request_id))
+    return stamped, answer

@@ -1,10 +1,11 @@
 """The MCP server: every public, MCP-enabled agent network as an MCP tool at ``/mcp``.
 
 A front-end on the HTTP port (see :mod:`gateway.host.frontends`); it reaches agents only
-through the gateway's invoker. :func:`mcp_frontends` is what ``neuro-san serve`` and the
-standalone gateway pass to ``start_gateway``: empty when ``AGENT_MCP_ENABLE`` is not
-``true``, and otherwise loaded on the first ``/mcp`` request
-(:class:`gateway.host.frontends.LazyFrontEnd`), so start-up does not import the MCP types.
+through the agents facade (:mod:`gateway.agents`) over the gateway's invoker.
+:func:`mcp_frontends` is what ``neuro-san serve`` and the standalone gateway pass to
+``start_gateway``: empty when ``AGENT_MCP_ENABLE`` is not ``true``, and otherwise loaded on
+the first ``/mcp`` request (:class:`gateway.host.frontends.LazyFrontEnd`), so start-up does
+not import the MCP types.
 """
 
 from __future__ import annotations

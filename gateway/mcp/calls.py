@@ -25,7 +25,10 @@ from gateway.host.errors import RpcFailure
 from gateway.mcp.protocol import FORBIDDEN, UNAUTHENTICATED, JsonRpcError, wire
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import McpTool
-from neuro_san.core.errors import Code
+from neuro_san.core.errors import AgentNotFound, Code
+
+#: The reason of the service's "agent not served here".
+AGENT_NOT_FOUND = AgentNotFound.reason
 
 #: Reports one step of the network's work: (steps so far, what happened).
 ProgressSink = Callable[[int, str], Awaitable[None]]
@@ -65,6 +68,11 @@ def chat_turn(arguments: Any, progress: bool) -> Turn:
                 filter_type, stream_tokens=progress)
 
 
+class ToolGone(Exception):
+    """The network a kept listing named for this tool is not served (any more): the chat was
+    refused before it started, so the caller may list again and call once more."""
+
+
 class ToolCaller:
     """Runs tools/call as one chat through the agents facade."""
 
@@ -72,19 +80,25 @@ class ToolCaller:
         self._agents = agents
 
     async def call(
-        self, tool: McpTool, arguments: Any, metadata: Sequence[tuple[str, Any]], progress: ProgressSink | None
+        self, tool: McpTool, arguments: Any, metadata: Sequence[tuple[str, Any]], progress: ProgressSink | None,
+        *, kept: bool = False,
     ) -> dict[str, Any]:
-        """The CallToolResult (wire form). Cancelling the awaiting task cancels the chat."""
+        """The CallToolResult (wire form). Cancelling the awaiting task cancels the chat.
+        ``kept``: ``tool`` comes from a kept listing; raises :class:`ToolGone` when its
+        network is not served, before anything of the chat happened."""
         try:
-            stream = self._agents.chat(tool.network, chat_turn(arguments, progress is not None),
-                                         Caller(metadata, private_named_only=False))  # metadata has the rule
+            stream = self._agents.chat(tool.network, chat_turn(arguments, progress is not None), Caller(metadata))
         except (ValueError, InvalidTurn) as error:
             return tool_error(f"Invalid arguments for tool {tool.name}: {error}")
         answers: list[Answer] = []
         steps = 0
         so_far = ""
+        first = True
         async with stream:  # leaving early (the client went away or cancelled) stops the chat
             async for event in stream:
+                if first and kept and isinstance(event, ChatFailed) and _gone(event):
+                    raise ToolGone(tool.name)
+                first = False
                 if isinstance(event, AnswerDelta):
                     # The front man's answer as it grows (a client shows it growing).
                     if progress is not None:
@@ -100,6 +114,11 @@ class ToolCaller:
                 elif isinstance(event, ChatFailed):
                     return _failed(tool, event)
         return _answer(answers)
+
+
+def _gone(failed: ChatFailed) -> bool:
+    """The service's "agent not served here" for the network itself (not a failure inside it)."""
+    return failed.code == Code.NOT_FOUND and failed.reason == AGENT_NOT_FOUND
 
 
 def _answer(answers: list[Answer]) -> dict[str, Any]:

@@ -8,13 +8,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import mcp_types
 from pydantic import ValidationError
 
+from gateway.agents.interface import AgentsFailed
 from gateway.host.bearer import challenge
-from gateway.host.errors import rpc_failure
-from gateway.mcp.calls import ProgressSink, ToolCaller, refusal, unauthenticated
+from gateway.host.errors import RpcFailure
+from gateway.mcp.calls import ProgressSink, ToolCaller, ToolGone, refusal, unauthenticated
 from gateway.mcp.modern import discover_result
 from gateway.mcp.protocol import (
     FORBIDDEN,
@@ -29,7 +29,7 @@ from gateway.mcp.protocol import (
 )
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
-from neuro_san.core.errors import clip
+from neuro_san.core.errors import Code, clip
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +108,8 @@ class Dispatcher:
             return await handler(call)
         except (JsonRpcError, asyncio.CancelledError, ConnectionError):
             raise  # ConnectionError: the client went away while progress was being written
-        except grpc.aio.AioRpcError as error:
-            raise _protocol_error(error) from None
+        except AgentsFailed as error:
+            raise _protocol_error(error.failure) from None
         except Exception:
             log.exception("MCP %s failed", call.method)
             raise JsonRpcError(INTERNAL_ERROR, f"Internal error while handling {call.method}") from None
@@ -150,26 +150,32 @@ class Dispatcher:
         if not isinstance(name, str) or not name:
             raise JsonRpcError(INVALID_PARAMS, "Invalid params for tools/call: name must be a non-empty string")
         arguments = call.params.get("arguments")
-        tool = await self._catalog.resolve(name, call.metadata)
+        arguments = {} if arguments is None else arguments
+        # Steady state: the caller's kept listing names the network, and the chat is the one call.
+        tool, kept = await self._catalog.resolve(name, call.metadata)
+        if tool is not None:
+            try:
+                return await self._caller.call(tool, arguments, call.metadata, call.progress, kept=kept)
+            except ToolGone:  # the kept listing was stale: list once more
+                tool, _ = await self._catalog.resolve(name, call.metadata, fresh=True)
         if tool is None:
             # Not listed for this caller: a network it may not call answers 403 with the
             # scope to ask for (OAuth), anything else is an unknown tool.
             await self._catalog.check_callable(name, call.metadata)
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {clip(name)}")
-        return await self._caller.call(tool, {} if arguments is None else arguments, call.metadata, call.progress)
+        return await self._caller.call(tool, arguments, call.metadata, call.progress)
 
 
-def _protocol_error(error: grpc.aio.AioRpcError) -> JsonRpcError:
-    code, details = error.code(), error.details() or ""
-    failure = rpc_failure(error)
-    if code == grpc.StatusCode.UNAUTHENTICATED:
+def _protocol_error(failure: RpcFailure) -> JsonRpcError:
+    code, details = Code(failure.code), failure.message
+    if code == Code.UNAUTHENTICATED:
         return unauthenticated(failure)
-    if code == grpc.StatusCode.PERMISSION_DENIED:  # a token for no network here: which scope to ask for
+    if code == Code.PERMISSION_DENIED:  # a token for no network here: which scope to ask for
         return JsonRpcError(FORBIDDEN, f"Forbidden: {details}", http_status=403,
                             headers=challenge(failure, MCP_PATH))
     if failure.is_refusal:  # caller limits (429) or a busy / draining server (503), as REST says
         return refusal(failure)
-    if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
+    if code in (Code.RESOURCE_EXHAUSTED, Code.UNAVAILABLE):
         return JsonRpcError(SERVER_BUSY, f"Server unavailable, try again later: {details}", http_status=503)
     return JsonRpcError(INTERNAL_ERROR, f"The agent service failed: {code.name}: {details}")
 

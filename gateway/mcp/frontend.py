@@ -10,9 +10,9 @@ published to every replica through the shared state (:mod:`gateway.state`) so th
 running the call stops it (without Redis, one reaching another replica does nothing, as
 the spec allows; a client that closes its connection always stops its call).
 
-Requests reach agents only through the invoker (``context.method(...)``) with the
-caller's headers as metadata, so API keys, access rules, admission limits and request
-ids are those of every REST call.
+Requests reach agents only through the agents facade (:mod:`gateway.agents`) over the
+invoker, with the caller's headers as metadata, so API keys, access rules, admission limits
+and request ids are those of every REST call.
 """
 
 from __future__ import annotations
@@ -53,19 +53,16 @@ from gateway.mcp.protocol import (
 from gateway.mcp.switch import MCP_PATH
 from gateway.mcp.tools import ToolCatalog
 from gateway.state import process_state, release_state
-from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
-#: Unary calls (listing, descriptions) wait at most this long.
+#: Directory calls (the listing, a description) wait at most this long.
 LISTING_TIMEOUT_SECONDS = 30.0
 #: Messages in one batch (2025-03-26): a bigger one is refused, not worked through.
 MAX_BATCH = 64
 _SSE_HEARTBEAT = b": keep-alive\n\n"
-#: Metadata only the front-end sets: a caller's ``Grpc-Metadata-agent-name`` is dropped.
-_OURS = frozenset({"agent-name", MCP_LISTING_METADATA_KEY})
 
 
 #: Turns a dispatcher result into what goes on the wire (the modern era adds its fields).
@@ -85,11 +82,8 @@ class McpFrontEnd:
 
     def __init__(self, context: FrontEndContext) -> None:
         self._context = context
-        timeout = LISTING_TIMEOUT_SECONDS
-        catalog = ToolCatalog(
-            context.method("ConciergeService", "List"), context.method("AgentService", "Function"), timeout
-        )
-        agents = InvokedAgents(context.method("AgentService", "StreamingChat"), context.config.max_timeout_seconds)
+        agents = InvokedAgents.of(context, lookup_seconds=LISTING_TIMEOUT_SECONDS)
+        catalog = ToolCatalog(agents)
         caller = ToolCaller(agents)
         self._dispatcher = Dispatcher(catalog, caller, neuro_san.__version__)
         #: (session id, request id) → the task running that request, for notifications/cancelled.
@@ -147,8 +141,8 @@ class McpFrontEnd:
             return _json(400, _error(None, PARSE_ERROR, f"Parse error: {error}"))
         # Cancellations are matched within one session and one caller.
         session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
-        # The front-end names the network itself (as the REST routes' own variables win).
-        metadata = [item for item in self._context.metadata(request, private_named_only=True) if item[0] not in _OURS]
+        # The headers never carry the keys the gateway owns (agent-name…): the host's mapper drops them.
+        metadata = self._context.metadata(request)
         if modern or (VERSION_HEADER not in request.headers and carries_modern_meta(body)):
             return await self._modern(request, body, accept, metadata)
         if isinstance(body, list):

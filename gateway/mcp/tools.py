@@ -1,26 +1,40 @@
 """Which networks are MCP tools for a caller, and how they are described.
 
-Everything comes through the invoker: ConciergeService/List with the
-``neuro-san-mcp-tools`` metadata answers the MCP tools the caller may see (each with an
-``mcp_tool=<name>`` tag, see :mod:`neuro_san.core.mcp_listing`), and
-AgentService/Function gives each one's description, as neuro-san uses it.
+Everything comes from the agents facade's directory (:meth:`gateway.agents.interface.Agents.listing`):
+one service call lists the networks the caller may see, each with its MCP tool name (when
+the manifest makes it one) and its front man's function, whose description is the tool's.
+
+The catalog keeps each caller's last listing (by a digest of its credentials, never the
+credentials) for :data:`LISTING_TTL_SECONDS`, so that ``tools/call`` in the steady state is
+one service call, the chat, whose own access check stands (a key that lost a network is
+refused by it). Every ``tools/list`` (and ``initialize``) refreshes it; so does a name it
+does not know, and a cached network that answers "not served here" (refreshed once).
 """
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import mcp_types
-from neuro_san.api.grpc import agent_pb2, concierge_pb2
 
+from gateway.agents.interface import Agents, AgentsFailed, Caller
 from gateway.mcp.protocol import wire
-from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY, MCP_TOOL_TAG_PREFIX
+from neuro_san.core.errors import Code
 
 Metadata = Sequence[tuple[str, Any]]
+
+#: How long a caller's listing answers ``tools/call`` without asking again. Networks come and
+#: go only when the manifest is reloaded; a listing older than this is asked for again.
+LISTING_TTL_SECONDS = 30.0
+#: Callers whose listing is kept (the least recently used is dropped first).
+MAX_CALLERS = 1024
+#: The metadata a listing depends on: the caller's credentials.
+_CREDENTIALS = ("authorization", "x-api-key")
 
 #: What ``tools/call`` accepts: neuro-san's ChatRequest fields, inline (no ``$ref``).
 INPUT_SCHEMA: dict[str, Any] = {
@@ -69,72 +83,87 @@ class McpTool:
 
     name: str
     network: str
+    #: The front man's function description (the tool's description).
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    tools: tuple[McpTool, ...]
+    at: float
+
+
+def caller_key(metadata: Metadata) -> str:
+    """Who the listing was for: a digest of the credentials, so none is kept in memory."""
+    digest = hashlib.sha256()
+    for key, value in metadata:
+        if key in _CREDENTIALS:
+            digest.update(f"{key}\0".encode() + (value if isinstance(value, bytes) else str(value).encode()) + b"\0")
+    return digest.hexdigest()
 
 
 class ToolCatalog:
-    """Lists the caller's MCP tools through the invoker."""
+    """The caller's MCP tools, from the agents facade's directory, kept a short while."""
 
-    def __init__(self, concierge_list: Any, function: Any, timeout: float) -> None:
-        self._list = concierge_list
-        self._function = function
-        self._timeout = timeout
+    def __init__(self, agents: Agents, ttl_seconds: float = LISTING_TTL_SECONDS) -> None:
+        self._agents = agents
+        self._ttl = ttl_seconds
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
     async def tools(self, metadata: Metadata) -> list[McpTool]:
-        """The MCP tools the caller may use (raises the call's grpc error)."""
-        reply = await self._list(
-            concierge_pb2.ConciergeRequest(),
-            metadata=[*metadata, (MCP_LISTING_METADATA_KEY, "true")],
-            timeout=self._timeout,
-        )
-        found = []
-        for agent in reply.agents:
-            names = [tag[len(MCP_TOOL_TAG_PREFIX):] for tag in agent.tags if tag.startswith(MCP_TOOL_TAG_PREFIX)]
-            if names:
-                found.append(McpTool(name=names[-1], network=agent.agent_name))
-        return found
+        """The MCP tools the caller may use, asked now (raises :class:`AgentsFailed`)."""
+        listing = await self._agents.listing(Caller(metadata))
+        tools = tuple(McpTool(agent.mcp_tool, agent.name, agent.function.description if agent.function else "")
+                      for agent in listing.agents if agent.mcp_tool is not None)
+        key = caller_key(metadata)
+        self._kept[key] = _Kept(tools, time.monotonic())
+        self._kept.move_to_end(key)
+        while len(self._kept) > MAX_CALLERS:
+            self._kept.popitem(last=False)
+        return list(tools)
 
-    async def resolve(self, name: str, metadata: Metadata) -> McpTool | None:
-        """The tool called ``name``: by tool name, or by network name (its ``title``),
-        as neuro-san resolves it."""
-        tools = await self.tools(metadata)
-        for tool in tools:
-            if tool.name == name:
-                return tool
-        for tool in tools:
-            if tool.network == name:
-                return tool
-        return None
+    async def resolve(self, name: str, metadata: Metadata, *, fresh: bool = False) -> tuple[McpTool | None, bool]:
+        """The tool called ``name`` (by tool name, or by network name: its ``title``, as
+        neuro-san resolves it) and whether it came from the kept listing (no call made).
+        A name the kept listing lacks, or ``fresh``, asks the service again."""
+        kept = None if fresh else self._kept.get(caller_key(metadata))
+        if kept is not None and time.monotonic() - kept.at < self._ttl:
+            found = _named(name, kept.tools)
+            if found is not None:
+                return found, True
+        return _named(name, await self.tools(metadata)), False
 
     async def check_callable(self, name: str, metadata: Metadata) -> None:
         """Raise the service's refusal when ``name`` is a network the caller may not call
         (PERMISSION_DENIED: a key or token that does not cover it); any other answer,
         not found included, is left to the caller ("Unknown tool")."""
         try:
-            await self._function(agent_pb2.FunctionRequest(), metadata=[*metadata, ("agent-name", name)],
-                                 timeout=self._timeout)
-        except grpc.aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.PERMISSION_DENIED:
+            await self._agents.describe(name, Caller(metadata))
+        except AgentsFailed as error:
+            if error.code == Code.PERMISSION_DENIED:
                 raise
 
     async def describe(self, metadata: Metadata) -> list[dict[str, Any]]:
-        """``tools/list``'s entries."""
-        tools = await self.tools(metadata)
-        descriptions = await asyncio.gather(*(self._description(tool, metadata) for tool in tools))
+        """``tools/list``'s entries (one service call)."""
         entries = []
-        for tool, description in zip(tools, descriptions, strict=True):
+        for tool in await self.tools(metadata):
             entry = mcp_types.Tool(
                 name=tool.name,
                 # neuro-san's own MCP client finds a network's tool by this title.
                 title=tool.network if tool.network != tool.name else None,
-                description=description,
+                description=tool.description,
                 input_schema=INPUT_SCHEMA,
                 output_schema=OUTPUT_SCHEMA,
             )
             entries.append(wire(entry))
         return entries
 
-    async def _description(self, tool: McpTool, metadata: Metadata) -> str:
-        reply = await self._function(
-            agent_pb2.FunctionRequest(), metadata=[*metadata, ("agent-name", tool.network)], timeout=self._timeout
-        )
-        return str(reply.function.description)
+
+def _named(name: str, tools: Sequence[McpTool]) -> McpTool | None:
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    for tool in tools:
+        if tool.network == name:
+            return tool
+    return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +41,18 @@ SSE_TYPE = "text/event-stream"
 _SSE_HEARTBEAT = b": keep-alive\n\n"
 
 
-def rpc_error_response(error: grpc.aio.AioRpcError) -> web.Response:
+#: The server's ``request-id`` metadata: the gateway answers the id itself, up front
+#: (``stamp_request_id``), so the copy the call ends with is not repeated as a header.
+_REQUEST_ID_KEY = "request-id"
+
+
+def _response_headers(metadata: Metadata | None, prefix: str) -> list[tuple[str, str]]:
+    return metadata_to_headers([(k, v) for k, v in metadata or () if k != _REQUEST_ID_KEY], prefix)
+
+
+def rpc_error_response(error: grpc.aio.AioRpcError, extra: Sequence[tuple[str, str]] = ()) -> web.Response:
     failure = rpc_failure(error)
-    headers = metadata_to_headers(error.initial_metadata(), "Grpc-Metadata-")
+    headers = [*extra, *_response_headers(error.initial_metadata(), "Grpc-Metadata-")]
     # RFC 9110: a 401 names the scheme it wants (API keys travel as bearer tokens); with
     # OAuth on, also where its metadata is, and a 403 says which scope was missing.
     headers += challenge(failure)
@@ -76,20 +85,22 @@ class Forwarder:
         return self.codec.to_json(message)
 
     async def unary(
-        self, request_message: Message, metadata: Metadata, deadline: float | None
+        self, request_message: Message, metadata: Metadata, deadline: float | None,
+        extra_headers: Sequence[tuple[str, str]] = (),
     ) -> web.Response:
+        """``extra_headers``: the gateway's own (the request id), on every answer."""
         call = self.call(request_message, metadata=metadata, timeout=deadline)
         try:
             response = await call
             initial = await call.initial_metadata()
             trailing = await call.trailing_metadata()
         except grpc.aio.AioRpcError as error:
-            return rpc_error_response(error)
+            return rpc_error_response(error, extra_headers)
         finally:
             if not call.done():
                 call.cancel()
-        headers = metadata_to_headers(initial, "Grpc-Metadata-")
-        headers += metadata_to_headers(trailing, "Grpc-Trailer-")
+        headers = [*extra_headers, *_response_headers(initial, "Grpc-Metadata-")]
+        headers += _response_headers(trailing, "Grpc-Trailer-")
         return json_response(200, self.render(response), headers)
 
     async def stream(
@@ -101,6 +112,7 @@ class Forwarder:
         *,
         sse: bool,
         heartbeat_seconds: float = 0,
+        extra_headers: Sequence[tuple[str, str]] = (),
     ) -> web.StreamResponse:
         call = self.call(request_message, metadata=metadata, timeout=deadline)
         pending: asyncio.Future[Any] | None = None
@@ -108,14 +120,14 @@ class Forwarder:
             try:
                 first = await call.read()
             except grpc.aio.AioRpcError as error:
-                response = rpc_error_response(error)
+                response = rpc_error_response(error, extra_headers)
                 return response
             stream = _HeadersWithFirstFrame(status=200)
             stream.headers["Content-Type"] = SSE_TYPE if sse else NDJSON_TYPE
             if sse:
                 stream.headers["Cache-Control"] = "no-cache"
                 stream.headers["X-Accel-Buffering"] = "no"
-            for name, value in metadata_to_headers(await call.initial_metadata(), "Grpc-Metadata-"):
+            for name, value in [*extra_headers, *_response_headers(await call.initial_metadata(), "Grpc-Metadata-")]:
                 stream.headers.add(name, value)
             await stream.prepare(request)
             message = first

@@ -15,7 +15,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 
 from gateway.host.errors import GatewayError
 from gateway.host.frontends import FrontEndContext, FrontEndFactory, FrontEndHandler, FrontEndRoute
-from gateway.host.metadata import parse_timeout
+from gateway.host.metadata import parse_timeout, stamp_request_id
 from gateway.host.responses import dumps, json_response
 from gateway.transcoder.binder import RequestBinder
 from gateway.transcoder.forward import SSE_TYPE, Forwarder
@@ -73,11 +73,14 @@ class RestFrontEnd:
             if path_metadata:  # the route's own variables win over headers of the same name
                 keys = {key for key, _ in path_metadata}
                 metadata = [item for item in metadata if item[0] not in keys] + list(path_metadata)
+            # The id is known before the call, so every answer (a stream's headers too) names it.
+            metadata, id_headers = stamp_request_id(metadata, request.headers)
             if not route.server_streaming:
-                return await forwarder.unary(message, metadata, timeout)
+                return await forwarder.unary(message, metadata, timeout, id_headers)
             sse = SSE_TYPE in request.headers.get("Accept", "")
             return await forwarder.stream(
-                request, message, metadata, timeout, sse=sse, heartbeat_seconds=config.keepalive_seconds
+                request, message, metadata, timeout, sse=sse, heartbeat_seconds=config.keepalive_seconds,
+                extra_headers=id_headers,
             )
 
         return call

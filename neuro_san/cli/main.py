@@ -58,10 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> int:
     # Lazy: the network loader only for `validate`, not every command.
     from neuro_san.network.validate import main_validate
+    from neuro_san.studio import plugin as studio
 
     if refuse_malformed("serve"):  # validate loads networks as serve would
         return 2
 
+    studio.register()  # validate checks what serve would serve: studio's classes included
     return main_validate(list(args.paths), tool_paths=list(args.tool_path))
 
 

@@ -132,7 +132,11 @@ async def _serve(args: argparse.Namespace) -> int:
     from neuro_san.cli import workers
     from neuro_san.client.remote import close_all, remote_agent
     from neuro_san.service.server import AgentServer
+    from neuro_san.studio import plugin as studio
 
+    # neuro-san-studio's middleware classes are an application on the server's middleware
+    # registry: the command line plugs them in before any network loads.
+    studio.register()
     config.reuse_port = workers.is_worker()
     in_process = workers.gateway_in_process()
 

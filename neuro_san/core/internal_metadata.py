@@ -2,7 +2,7 @@
 
 The front-ends on the HTTP port tell the service layer facts a client must never assert:
 "this is the public directory, answer without credentials" (A2A cards),
-"a private network is absent unless the key names it" (MCP, A2A), "list only the MCP tools",
+"a private network is absent unless the key names it" (MCP, A2A),
 "the HTTP client's address is …" (per-address rate limits). They travel as request metadata,
 so they are internal by construction:
 
@@ -14,7 +14,7 @@ so they are internal by construction:
   client's address) only on a call of the in-process gateway (peer ``local:in-process``, which
   the in-process invoker's context reports and no network client can claim) and drops them from
   every other call. A raw gRPC client that sends them is served as if it had not. The keys that
-  only narrow the caller's own view pass, so a standalone gateway's MCP listing still works.
+  only narrow the caller's own view pass, so a standalone gateway's calls still apply them.
 
 When the gateway of ``neuro-san serve`` calls over gRPC (``AGENT_GATEWAY_INVOKER=grpc``, its
 private socket), the peer is a socket, so its calls carry :data:`INTERNAL_TOKEN_KEY` with this
@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
-from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY
 
 #: Metadata the in-process gateway sets to the HTTP client's address.
 CLIENT_ADDRESS_KEY = "x-neuro-san-client"
@@ -56,14 +55,13 @@ _SHARED = False
 
 #: Every key only the server's own front-ends may set.
 INTERNAL_METADATA_KEYS = frozenset(
-    {PUBLIC_DIRECTORY_METADATA_KEY, PRIVATE_NAMED_ONLY_METADATA_KEY, MCP_LISTING_METADATA_KEY, CLIENT_ADDRESS_KEY,
-     INTERNAL_TOKEN_KEY}
+    {PUBLIC_DIRECTORY_METADATA_KEY, PRIVATE_NAMED_ONLY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY}
 )
 #: What an HTTP client may not set by a header: the internal keys and the agent's name.
 GATEWAY_OWNED_KEYS = INTERNAL_METADATA_KEYS | {AGENT_NAME_KEY}
 #: The internal keys that grant something (an answer without credentials, another client's
 #: address for the limits), which a gRPC call must prove it may send. The others only narrow
-#: what the caller itself sees (private networks hidden, the listing cut to MCP's view), so a
+#: what the caller itself sees (private networks hidden), so a
 #: raw gRPC client, or a standalone gateway in another process, may send them.
 PRIVILEGED_METADATA_KEYS = frozenset({PUBLIC_DIRECTORY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY})
 
@@ -76,6 +74,13 @@ def inbound_metadata(metadata: Iterable[tuple[str, Any]] | None, peer: str | Non
     if any(_is_our_token(key, value) for key, value in pairs):
         return tuple(pair for pair in pairs if str(pair[0]).lower() != INTERNAL_TOKEN_KEY)
     return tuple(pair for pair in pairs if str(pair[0]).lower() not in PRIVILEGED_METADATA_KEYS)
+
+
+def from_own_gateway(metadata: Iterable[tuple[str, Any]] | None, peer: str | None) -> bool:
+    """Whether a call comes from this process's gateway (in-process, or bearing our token):
+    the callers whose privileged requests (metadata, or a request field such as
+    DirectoryRequest.public_directory) the service believes."""
+    return peer == IN_PROCESS_PEER or any(_is_our_token(key, value) for key, value in metadata or ())
 
 
 def internal_token() -> str:

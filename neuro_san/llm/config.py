@@ -64,7 +64,7 @@ _unknown_keys_logged: set[str] = set()
 def resolve_llm_config(
     llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None, info: LlmInfo | None = None
 ) -> ResolvedConfig:
-    """Resolve an (already merged) llm_config against ``env`` (default ``os.environ``)
+    """Resolve an (already merged) llm_config against ``env`` (default: the process's settings)
     and the LLM info table ``info`` (default: the built-in one).
 
     Raises:

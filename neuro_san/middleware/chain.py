@@ -7,10 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from neuro_san.llm.interface import LlmMessage, ModelResponse, ToolSpec
-from neuro_san.middleware.checklist import ChecklistMiddleware
-from neuro_san.middleware.designer_definition import DefinitionMiddleware
-from neuro_san.middleware.designer_persistence import PersistenceMiddleware
-from neuro_san.middleware.designer_validation import InstructionsValidationMiddleware, StructureValidationMiddleware
+from neuro_san.middleware import registry
 from neuro_san.middleware.interface import (
     AgentAnswered,
     AgentMiddleware,
@@ -19,27 +16,7 @@ from neuro_san.middleware.interface import (
     MiddlewareTool,
     ModelTurn,
 )
-from neuro_san.middleware.memory import PersistentMemoryMiddleware
-from neuro_san.middleware.network_copy import NetworkCopyMiddleware
-from neuro_san.middleware.pii import PiiMiddleware
-from neuro_san.middleware.skills import SkillsMiddleware
-from neuro_san.middleware.summarization import SummarizationMiddleware, summarised_context
-from neuro_san.middleware.tool_selection import ToolSelectionMiddleware
-from neuro_san.network.middleware_config import (
-    MiddlewareConfig,
-    NetworkCopySettings,
-    PiiSettings,
-    SummarizationSettings,
-    ToolSelectionSettings,
-)
-from neuro_san.network.studio_config import (
-    ChecklistSettings,
-    DesignerDefinitionSettings,
-    DesignerPersistenceSettings,
-    DesignerValidationSettings,
-    MemorySettings,
-    SkillsSettings,
-)
+from neuro_san.middleware.summarization import summarised_context
 
 if TYPE_CHECKING:
     from neuro_san.core.messages import ChatContext, OriginPath
@@ -47,32 +24,6 @@ if TYPE_CHECKING:
     from neuro_san.runtime.context import RequestContext
 
 T = TypeVar("T")
-
-
-def _instance(config: MiddlewareConfig, invocation: Invocation) -> AgentMiddleware:
-    if isinstance(config.settings, PiiSettings):
-        return PiiMiddleware(invocation, config.settings)
-    if isinstance(config.settings, SummarizationSettings):
-        return SummarizationMiddleware(invocation, config.settings)
-    if isinstance(config.settings, ToolSelectionSettings):
-        return ToolSelectionMiddleware(invocation, config.settings)
-    if isinstance(config.settings, NetworkCopySettings):
-        return NetworkCopyMiddleware(invocation)
-    if isinstance(config.settings, MemorySettings):
-        return PersistentMemoryMiddleware(invocation, config.settings)
-    if isinstance(config.settings, ChecklistSettings):
-        return ChecklistMiddleware(invocation, config.settings)
-    if isinstance(config.settings, SkillsSettings):
-        return SkillsMiddleware(invocation, config.settings)
-    if isinstance(config.settings, DesignerValidationSettings):
-        if config.settings.kind == "structure":
-            return StructureValidationMiddleware(invocation)
-        return InstructionsValidationMiddleware(invocation)
-    if isinstance(config.settings, DesignerDefinitionSettings):
-        return DefinitionMiddleware(invocation, config.settings.report_progress)
-    if isinstance(config.settings, DesignerPersistenceSettings):
-        return PersistenceMiddleware(invocation, config.settings)
-    raise AssertionError(f"no implementation for {config.class_name}")  # the loader refuses these
 
 
 class MiddlewareChain:
@@ -162,7 +113,7 @@ def middleware_chain(ctx: RequestContext, agent: AgentSpec, origin: OriginPath) 
     if not agent.middleware:
         return None
     invocation = Invocation(ctx, agent, origin)
-    return MiddlewareChain([_instance(config, invocation) for config in agent.middleware], agent.name)
+    return MiddlewareChain([registry.build(config, invocation) for config in agent.middleware], agent.name)
 
 
 def rewritten_context(

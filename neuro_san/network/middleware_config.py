@@ -1,10 +1,15 @@
-"""Load-time validation of an agent's ``middleware`` list.
+"""Load-time validation of an agent's ``middleware`` list, and neuro-san's own classes.
 
-Each entry names a class neuro-san ships (by any of the paths neuro-san documents) and
-its ``args``. Entries for classes this server implements become :class:`MiddlewareConfig`
-objects with checked settings; anything else (another class, an unknown argument, a
-``checkpointer``, two entries that LangChain would treat as the same middleware) is a
+Each entry names a class by any of the paths its shipper documents, and its ``args``. The
+class is looked up in :mod:`neuro_san.network.middleware_registry`; a registered class's
+parser turns the args into checked settings and the entry becomes a
+:class:`MiddlewareConfig`. Anything else (a class nobody registered, an unknown argument,
+a ``checkpointer``, two entries that LangChain would treat as the same middleware) is a
 :class:`NetworkLoadError` naming the file, the key path and the reason.
+
+neuro-san's own classes (PII, summarisation, tool selection, network copy) are declared
+and registered at the end of this module; their implementations are
+:mod:`neuro_san.middleware`'s.
 """
 
 from __future__ import annotations
@@ -16,27 +21,16 @@ from types import MappingProxyType
 from typing import Any
 
 from neuro_san.core.load_errors import NetworkLoadError, type_name
+from neuro_san.network import middleware_registry
 from neuro_san.network.middleware_args import MiddlewareArgs as _Args
-from neuro_san.network.studio_config import (
-    PERSISTENCE_CLASS,
-    STUDIO_CLASSES,
-    StudioSettings,
-    parse_studio,
-)
-from neuro_san.network.studio_config import REFUSED as STUDIO_REFUSED
+from neuro_san.network.middleware_registry import EntryContext, MiddlewareClass
 
-PII_CLASSES = frozenset(
-    {"langchain.agents.middleware.PIIMiddleware", "langchain.agents.middleware.pii.PIIMiddleware"}
-)
-SUMMARIZATION_CLASSES = frozenset(
-    {"neuro_san.middleware.neuro_san_summarization_middleware.NeuroSanSummarizationMiddleware"}
-)
-TOOL_SELECTION_CLASSES = frozenset(
-    {"neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware"}
-)
-NETWORK_COPY_CLASSES = frozenset({"neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware"})
-#: Classes neuro-san (and neuro-san-studio) ship that this server does not implement, and why.
-REFUSED_CLASSES: Mapping[str, str] = STUDIO_REFUSED
+PII_CLASSES = ("langchain.agents.middleware.PIIMiddleware", "langchain.agents.middleware.pii.PIIMiddleware")
+SUMMARIZATION_CLASSES = ("neuro_san.middleware.neuro_san_summarization_middleware.NeuroSanSummarizationMiddleware",)
+TOOL_SELECTION_CLASSES = ("neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware",)
+NETWORK_COPY_CLASSES = ("neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware",)
+#: The prefix of neuro-san-studio's class paths (``middleware.…`` in a studio project).
+STUDIO_PREFIX = "middleware."
 
 BUILTIN_PII_TYPES = frozenset({"email", "credit_card", "ip", "mac_address", "url"})
 PII_STRATEGIES = frozenset({"block", "redact", "mask", "hash"})
@@ -93,15 +87,15 @@ class NetworkCopySettings:
 class MiddlewareConfig:
     """One validated ``middleware`` entry."""
 
-    #: ``pii`` or ``summarization``.
-    kind: str
+    #: The registered class it names (its ``names[0]`` is the canonical path).
+    middleware_class: MiddlewareClass
     #: The class as written.
     class_name: str
     #: The name LangChain would give the instance (duplicates are refused).
     name: str
-    settings: (
-        PiiSettings | SummarizationSettings | ToolSelectionSettings | NetworkCopySettings | StudioSettings
-    )
+    #: What the class's parser made of the args (a frozen dataclass of the class's own);
+    #: :mod:`neuro_san.middleware.registry` builds the instance from its type.
+    settings: Any
 
 
 def parse_middleware(raw: Any, file: str, key_path: str) -> tuple[MiddlewareConfig, ...]:
@@ -139,38 +133,45 @@ def _entry(entry: Any, file: str, key_path: str) -> MiddlewareConfig:
     args = entry.get("args") or {}
     if not isinstance(args, dict):
         raise NetworkLoadError(file, f"{key_path}.args", f"must be a dict, not {type_name(args)}")
-    known = PII_CLASSES | SUMMARIZATION_CLASSES | TOOL_SELECTION_CLASSES | NETWORK_COPY_CLASSES | STUDIO_CLASSES
-    if class_name not in known:
-        reason = REFUSED_CLASSES.get(class_name) or (
-            "this server implements only these middleware classes: " + ", ".join(sorted(known))
+    middleware_class = middleware_registry.lookup(class_name)
+    if middleware_class is None:
+        raise NetworkLoadError(
+            file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {_unknown(class_name)}"
         )
-        raise NetworkLoadError(file, f"{key_path}.class", f"middleware {class_name!r} is not supported: {reason}")
     allow = entry.get("allow")
     reservations = isinstance(allow, dict) and allow.get("reservations") is True
-    check = _Args(args, file, f"{key_path}.args")
-    if class_name in NETWORK_COPY_CLASSES:
-        if not reservations or args.get("reservationist") is not True:
-            raise NetworkLoadError(
-                file,
-                f"{key_path}.allow.reservations",
-                'NetworkCopyMiddleware needs "allow": {"reservations": true} and "reservationist": true in its args',
-            )
-        check.read.add("reservationist")
-        check.finish()
-        return MiddlewareConfig("network_copy", class_name, "NetworkCopyMiddleware", NetworkCopySettings())
-    if reservations and class_name != PERSISTENCE_CLASS:
-        raise NetworkLoadError(
-            file, f"{key_path}.allow.reservations", "only NetworkCopyMiddleware and the designer's persistence use it"
+    if reservations and not middleware_class.reservations:
+        # neuro-san's own first: the message should not lead with an application's class.
+        users = [c.names[0].rsplit(".", 1)[-1] for c in middleware_registry.classes() if c.reservations]
+        raise NetworkLoadError(file, f"{key_path}.allow.reservations", f"only {' and '.join(users)} use it")
+    settings = middleware_class.parse(_Args(args, file, f"{key_path}.args"), EntryContext(file, key_path, reservations))
+    return MiddlewareConfig(middleware_class, class_name, middleware_class.instance_name(settings), settings)
+
+
+def _unknown(class_name: str) -> str:
+    known = ", ".join(middleware_registry.class_names())
+    if class_name.startswith(STUDIO_PREFIX) and not any(
+        c.origin == "neuro-san-studio" for c in middleware_registry.classes()
+    ):
+        # Studio's classes are an application registered by the composer; say so rather
+        # than list classes that would not help.
+        return (
+            "neuro-san-studio's middleware classes are not registered in this process "
+            "(neuro-san serve and validate register them: neuro_san.studio.plugin.register)"
         )
-    if class_name in STUDIO_CLASSES:
-        studio = parse_studio(class_name, check, reservations=reservations)
-        return MiddlewareConfig("studio", class_name, class_name.rsplit(".", 1)[-1], studio)
-    if class_name in PII_CLASSES:
-        pii = _pii(check)
-        return MiddlewareConfig("pii", class_name, f"PIIMiddleware[{pii.pii_type}]", pii)
-    if class_name in SUMMARIZATION_CLASSES:
-        return MiddlewareConfig("summarization", class_name, "SummarizationMiddleware", _summarization(check))
-    return MiddlewareConfig("tool_selection", class_name, "LLMToolSelectorMiddleware", _tool_selection(check))
+    return "this server implements only these middleware classes: " + known
+
+
+def _network_copy(check: _Args, entry: EntryContext) -> NetworkCopySettings:
+    if not entry.reservations or check.args.get("reservationist") is not True:
+        raise NetworkLoadError(
+            entry.file,
+            f"{entry.key_path}.allow.reservations",
+            'NetworkCopyMiddleware needs "allow": {"reservations": true} and "reservationist": true in its args',
+        )
+    check.read.add("reservationist")
+    check.finish()
+    return NetworkCopySettings()
 
 
 def _pii(check: _Args) -> PiiSettings:
@@ -265,3 +266,18 @@ def _tool_selection(check: _Args) -> ToolSelectionSettings:
     )
     check.finish()
     return settings
+
+
+#: neuro-san's own classes, registered when the loader is imported (it imports this module).
+BUILTIN_CLASSES = (
+    MiddlewareClass(PII_CLASSES, lambda check, entry: _pii(check), lambda s: f"PIIMiddleware[{s.pii_type}]"),
+    MiddlewareClass(
+        SUMMARIZATION_CLASSES, lambda check, entry: _summarization(check), lambda s: "SummarizationMiddleware"
+    ),
+    MiddlewareClass(
+        TOOL_SELECTION_CLASSES, lambda check, entry: _tool_selection(check), lambda s: "LLMToolSelectorMiddleware"
+    ),
+    MiddlewareClass(NETWORK_COPY_CLASSES, _network_copy, lambda s: "NetworkCopyMiddleware", reservations=True),
+)
+for _builtin in BUILTIN_CLASSES:
+    middleware_registry.register(_builtin)

@@ -37,13 +37,14 @@ from neuro_san.core.host import AgentHost
 from neuro_san.core.internal_metadata import AGENT_NAME_KEY, inbound_metadata
 from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
+from neuro_san.core.request_ids import request_id_from
 from neuro_san.core.telemetry import NO_SPAN, NO_TELEMETRY, Span, Telemetry
 from neuro_san.core.token_budgets import TokenLedger
 from neuro_san.service.admission import Admission
 from neuro_san.service.caller_limits import caller_of
 from neuro_san.service.errors import abort_with
 from neuro_san.service.limits_gate import LocalGate, RedisGate
-from neuro_san.service.logs import CALL, request_id_from
+from neuro_san.service.logs import CALL
 from neuro_san.wire import convert
 
 log = logging.getLogger(__name__)
@@ -107,11 +108,20 @@ def _refuse_undecodable(request: Any) -> None:
 REQUEST_ID_KEY = "request-id"
 
 
-async def _announce(context: grpc.aio.ServicerContext, call: _Call) -> None:
-    """Send the call's request id first (the client's ``request_id``, or one made up), so
-    clients can quote it and find the call in the server's log; over HTTP it arrives
-    as the ``Grpc-Metadata-Request-Id`` header."""
-    await context.send_initial_metadata(((REQUEST_ID_KEY, call.request_id),))
+def _stamp(context: grpc.aio.ServicerContext, call: _Call) -> None:
+    """The call ends with its request id (the client's ``request_id`` or ``x-request-id``,
+    or one made up) in its trailing metadata, with the status: clients quote it and find
+    the call in the server's log. Sent with the status rather than as initial metadata,
+    it costs no message of its own (issue 37); over HTTP the gateway knows the id before
+    the call (it sends the client's, or makes one up) and answers it as the
+    ``Grpc-Metadata-Request-Id`` header, as before."""
+    context.set_trailing_metadata(((REQUEST_ID_KEY, call.request_id),))
+
+
+def _id_trailer() -> tuple[tuple[str, str], ...]:
+    """The request id of the call being served, for the trailer of its error."""
+    current = CALL.get()
+    return ((REQUEST_ID_KEY, current[0]),) if current is not None else ()
 
 
 class AgentRouter(grpc.GenericRpcHandler):
@@ -259,12 +269,12 @@ class AgentRouter(grpc.GenericRpcHandler):
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 with self._observed(method, agent, context) as call:
-                    await _announce(context, call)
+                    _stamp(context, call)
                     _refuse_undecodable(request)
                     call.bind(await self._agent_name(agent, call, directory=method == "Function"))
                     return produce(call.agent, request)
             except Exception as error:
-                await abort_with(context, error)
+                await abort_with(context, error, _id_trailer())
 
         return behaviour
 
@@ -276,7 +286,7 @@ class AgentRouter(grpc.GenericRpcHandler):
         ) -> AsyncIterator[agent_pb2.ChatResponse]:
             try:
                 with self._observed("StreamingChat", agent, context) as call, self._admission.chat():
-                    await _announce(context, call)
+                    _stamp(context, call)
                     _refuse_undecodable(request)
                     name = call.bind(await self._agent_name(agent, call))
                     caller, limits = caller_of(call.principal, context.peer(), call.metadata)
@@ -298,6 +308,6 @@ class AgentRouter(grpc.GenericRpcHandler):
                         finally:
                             await stream.aclose()  # type: ignore[attr-defined]
             except Exception as error:
-                await abort_with(context, error)
+                await abort_with(context, error, _id_trailer())
 
         return behaviour

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import grpc
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
 from neuro_san.core.access import AccessPolicy, credentials_from_metadata, public_directory
 from neuro_san.core.host import AgentHost
 from neuro_san.core.internal_metadata import inbound_metadata
-from neuro_san.core.mcp_listing import mcp_listing, wants_mcp_listing
+from neuro_san.core.messages import AgentInfo
 from neuro_san.service.errors import abort_with
 from neuro_san.wire import convert
+
+
+async def visible_agents(
+    host: AgentHost, access: AccessPolicy, metadata: Sequence[tuple[str, Any]], public_only: bool
+) -> list[AgentInfo]:
+    """The networks a caller may see: with access off, or from the public directory
+    (``public_only``: no credentials asked), the public ones; else those its key or token
+    may call (a private one only when it names it). The one rule of every listing."""
+    if not access.enabled or public_only:
+        return host.list_agents()
+    principal = await access.identify(credentials_from_metadata(metadata))
+    return [a for a in host.list_agents(include_private=True) if principal.may_call(a.agent_name, a.public)]
 
 
 class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):
@@ -23,14 +38,7 @@ class ConciergeServicer(concierge_pb2_grpc.ConciergeServiceServicer):
     ) -> concierge_pb2.ConciergeResponse:
         try:
             metadata = inbound_metadata(context.invocation_metadata(), context.peer())  # internal keys: ours only
-            if not self._access.enabled or public_directory(metadata):  # the public directory: no credentials
-                visible = self._host.list_agents()
-            else:
-                principal = await self._access.identify(credentials_from_metadata(metadata))
-                everything = self._host.list_agents(include_private=True)
-                visible = [a for a in everything if principal.may_call(a.agent_name, a.public)]
-            if wants_mcp_listing(metadata):
-                visible = mcp_listing(visible)
+            visible = await visible_agents(self._host, self._access, metadata, public_directory(metadata))
             return convert.agents_to_proto(visible)
         except Exception as error:
             await abort_with(context, error)

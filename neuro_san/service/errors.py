@@ -33,14 +33,19 @@ def details_trailer(error: NeuroSanError) -> tuple[tuple[str, bytes], ...]:
     return (("grpc-status-details-bin", status.SerializeToString()),)
 
 
-async def abort_with(context: grpc.aio.ServicerContext, error: BaseException) -> None:
-    """Abort the call for ``error`` (always raises)."""
+async def abort_with(
+    context: grpc.aio.ServicerContext, error: BaseException, trailer: tuple[tuple[str, str | bytes], ...] = ()
+) -> None:
+    """Abort the call for ``error`` (always raises); ``trailer``: trailing metadata the call
+    ends with whatever the error (its request id)."""
     if isinstance(error, NeuroSanError):
-        trailer: tuple[tuple[str, str | bytes], ...] = details_trailer(error)
+        trailer += details_trailer(error)
         retry_after = getattr(error, "retry_after", None)
         if retry_after is not None:  # rate limits: when a retry can succeed (HTTP Retry-After)
             trailer += (("retry-after", str(retry_after)),)
         context.set_trailing_metadata(trailer)
         await context.abort(status_code(error.code), error.message)
     log.error("unexpected error while serving a call", exc_info=error)
+    if trailer:
+        context.set_trailing_metadata(trailer)
     await context.abort(grpc.StatusCode.INTERNAL, "internal error; the server log has the details")

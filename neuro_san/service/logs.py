@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import os
 import sys
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from neuro_san.settings import SettingError, current
@@ -24,16 +22,6 @@ from neuro_san.settings import SettingError, current
 CALL: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("neuro_san_call", default=None)
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-
-def request_id_from(metadata: Iterable[tuple[str, Any]]) -> str:
-    """The client's ``request_id`` metadata when it sent a sane one, else a new id."""
-    for key, value in metadata:
-        if key == "request_id" and isinstance(value, str) and 0 < len(value) <= 128 and value.isprintable():
-            return value
-    # 16 hex digits, as before (was uuid4().hex[:16], ~3x the cost for the same 64 random bits
-    # bar uuid4's fixed version digit).
-    return os.urandom(8).hex()
 
 
 class _ContextFilter(logging.Filter):

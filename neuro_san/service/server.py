@@ -19,7 +19,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc
+from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc, directory_pb2_grpc
 from neuro_san.core.access import AccessPolicy
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.oauth_settings import OAuthSettings
@@ -40,6 +40,7 @@ from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
 from neuro_san.service.agent_service import AgentRouter
 from neuro_san.service.caller_limits import count_decision
 from neuro_san.service.concierge_service import ConciergeServicer
+from neuro_san.service.directory_service import DirectoryServicer
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.handlers import HandlerSet
 from neuro_san.service.limits_gate import LocalGate, RedisGate
@@ -261,6 +262,11 @@ class AgentServer:
         self.handlers.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
             ConciergeServicer(self.host, access), self.handlers  # type: ignore[arg-type]
+        )
+        # The front-ends' directory (MCP, A2A): on the gRPC port, not on REST, and not listed by
+        # reflection, so what a gRPC client discovers is neuro-san's API as it is.
+        directory_pb2_grpc.add_DirectoryServiceServicer_to_server(
+            DirectoryServicer(self.host, access), self.handlers  # type: ignore[arg-type]
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.handlers)  # type: ignore[arg-type]
         self.handlers.install(server)

@@ -38,6 +38,7 @@ declare(
     Setting("AGENT_HTTP_TLS_CLIENT_CA_FILE", Kind.TEXT, None, "require HTTP client certificates signed by this CA",
             flag="--http-tls-client-ca", applies=BOTH, shown_default="serve: AGENT_TLS_CLIENT_CA_FILE"),
     Setting("AGENT_MCP_ENABLE", Kind.SWITCH, True, "serve MCP at /mcp on the HTTP port", applies=BOTH),
+    Setting("AGENT_AGUI_ENABLE", Kind.SWITCH, True, "serve AG-UI at /ag-ui/<network> on the HTTP port", applies=BOTH),
     Setting("AGENT_A2A_ENABLE", Kind.SWITCH, True, "serve A2A: its HTTP bindings, its cards and its gRPC binding",
             applies=BOTH),
     Setting("AGENT_PLAYGROUND", Kind.SWITCH, True, "the web playground at /", flag="--no-playground", applies=BOTH),

@@ -1,5 +1,5 @@
 """The manifest's ``mcp`` key and MCP tool names, as neuro-san 0.7 reads them (stricter
-where neuro-san only warned), and Concierge's MCP listing built from them."""
+where neuro-san only warned). The directory's ``mcp_tool`` field: tests/service/test_directory_service.py."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from neuro_san.core.mcp_listing import MCP_LISTING_METADATA_KEY, mcp_listing, wants_mcp_listing
-from neuro_san.core.messages import AgentInfo
 from neuro_san.network.manifest import parse_manifest
 from neuro_san.network.mcp_tools import McpSetting, derived_tool_name, parse_mcp_setting, tool_names
 
@@ -62,10 +60,3 @@ def test_collisions_keep_the_network_that_is_the_name_else_the_first() -> None:
     # A served network reserves its own name, MCP tool or not.
     assert tool_names([("hello", McpSetting(False)), ("other", McpSetting(True, "hello"))]) == {}
     assert tool_names([("deep/m", on), ("n", McpSetting(True, "deep__m"))]) == {"deep/m": "deep__m"}
-
-
-def test_concierge_mcp_listing_keeps_only_tools_and_tags_their_names() -> None:
-    agents = [AgentInfo("math_guy", "d", ("example",), mcp_tool="math_guy"), AgentInfo("hello", "d", ())]
-    assert mcp_listing(agents) == [AgentInfo("math_guy", "d", ("example", "mcp_tool=math_guy"), mcp_tool="math_guy")]
-    assert wants_mcp_listing([(MCP_LISTING_METADATA_KEY, "true")])
-    assert not wants_mcp_listing([("other", "true")])

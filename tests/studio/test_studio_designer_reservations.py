@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from neuro_san.core.messages import ChatMessage
-from neuro_san.middleware.designer_files import DEMO_SENTENCE, FRONT_MAN_LINES, PREFIX_OPENING, PREFIX_RULES
-from neuro_san.middleware.designer_instructions import CommonInstructions
 from neuro_san.runtime.host import NetworkHost
+from neuro_san.studio.designer_files import DEMO_SENTENCE, FRONT_MAN_LINES, PREFIX_OPENING, PREFIX_RULES
+from neuro_san.studio.designer_instructions import CommonInstructions
 from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
 from tests.studio.test_studio_designer import SOUND, _define, _designer, _project, _prompt
 from tests.support.runtime import make_host, run_chat

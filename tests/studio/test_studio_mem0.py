@@ -192,7 +192,7 @@ def test_mem0_without_a_key_or_with_a_bad_host_is_refused_at_load(
 
 def test_mem0_extra_is_declared_with_the_supported_range() -> None:
     """The ``mem0`` extra and the store's version check name the same range."""
-    from neuro_san.middleware.memory_mem0 import SUPPORTED_TEXT
+    from neuro_san.studio.memory_mem0 import SUPPORTED_TEXT
 
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert f'mem0 = ["{SUPPORTED_TEXT}"]' in pyproject

@@ -40,12 +40,19 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
     assert scenarios["S6"]["http"]["completed"] > 0 and scenarios["S6"]["grpc"]["completed"] > 0
     assert scenarios["S7"]["completed"] == scenarios["S7"]["chats"]
     assert scenarios["S7"]["floor"]["completed"] == scenarios["S7"]["chats"]
-    assert scenarios["S7"]["workers_2"]["completed"] == scenarios["S7"]["chats"]
-    for workers in ("workers_1", "workers_2"):
+    assert scenarios["S7"]["workers_auto"]["completed"] == scenarios["S7"]["chats"]
+    assert scenarios["S7"]["floor_auto"]["completed"] == scenarios["S7"]["chats"]
+    assert scenarios["S8"]["burst_floor_auto"]["completed"] == scenarios["S5"]["chats"]
+    for workers in ("workers_1", "workers_auto"):
         assert scenarios["S8"][workers]["completed"] > 0 and scenarios["S8"][workers]["failed"] == 0, workers
     for transport in ("http", "grpc"):  # token streaming: deltas came, over both
         assert scenarios["S9"][transport]["deltas"] > 0 and scenarios["S9"][transport]["failed"] == 0, transport
     assert scenarios["S9"]["burst"]["completed"] == scenarios["S9"]["burst"]["chats"]
+    assert scenarios["S9"]["relay"]["deltas"] > 0 and scenarios["S9"]["relay"]["failed"] == 0  # the token floor
+    for frontend in ("rest", "mcp", "a2a", "openai", "agui"):  # every front-end this server serves answered
+        row = scenarios["S10"][frontend]
+        assert frontend not in ("rest", "mcp", "a2a") or not row.get("absent"), frontend
+        assert row.get("absent") or (row["completed"] > 0 and row["failed"] == 0), (frontend, row)
     assert scenarios["startup"]["first_chat_ok"]
     assert "S1 echo, 1 client, HTTP" in completed.stdout
     assert len(list(tmp_path.glob("*.json"))) == 2

@@ -28,7 +28,11 @@ CORE = "neuro_san.core"
 SETTINGS = "neuro_san.settings"
 #: Proto <-> core conversion, below both the service and the client library.
 WIRE = "neuro_san.wire"
-BELOW_SERVICE = ("neuro_san.network", "neuro_san.llm", "neuro_san.runtime", "neuro_san.middleware", "neuro_san.toolbox")
+#: neuro-san-studio's applications, plugged into the middleware registry by the composer.
+STUDIO = "neuro_san.studio"
+BELOW_SERVICE = (
+    "neuro_san.network", "neuro_san.llm", "neuro_san.runtime", "neuro_san.middleware", "neuro_san.toolbox", STUDIO,
+)
 ABOVE_SERVICE = ("neuro_san.client", "neuro_san.cli", "gateway")
 HTTP_PORT = ("gateway",)
 #: The rooms of the HTTP port (docs/architecture.md).
@@ -37,7 +41,7 @@ TRANSCODER = "gateway.transcoder"
 INVOKERS = "gateway.invokers"
 #: The agents facade (typed chat events) the protocol front-ends reach agents through.
 AGENTS = "gateway.agents"
-FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.playground")
+FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.agui", "gateway.playground")
 COMPOSITION = ("gateway.composition", "gateway.cli")
 #: What of the transcoder a protocol front-end may use: its JSON ⇄ proto codec only.
 TRANSCODER_INSIDES = tuple(f"{TRANSCODER}.{name}" for name in ("frontend", "routes", "binder", "forward", "openapi"))
@@ -46,7 +50,7 @@ INVOKER_IMPLEMENTATIONS = tuple(f"{INVOKERS}.{name}" for name in ("channel", "in
 SERVER_INSIDES = (WIRE, *BELOW_SERVICE, "neuro_san.service", "neuro_san.client", "neuro_san.cli")
 #: Every package of ours but the core and the settings themselves.
 ABOVE_SETTINGS = (WIRE, *BELOW_SERVICE, "neuro_san.periodic", "neuro_san.reservations", "neuro_san.registries",
-                  "neuro_san.coded_tools", "neuro_san.service", *ABOVE_SERVICE)
+                  "neuro_san.coded_tools", STUDIO, "neuro_san.service", *ABOVE_SERVICE)
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,13 @@ FORBIDDEN: tuple[Rule, ...] = (
          "the toolbox and periodic keys' parsers sit below the network loader that calls them"),
     Rule(("neuro_san.middleware",), ("neuro_san.runtime",),
          "middleware is what the runtime calls (through middleware.chain); it knows no runtime module"),
+    Rule((STUDIO,), ("neuro_san.runtime",),
+         "studio's classes are middleware: the runtime reaches them through the chain; they know no runtime module"),
+    Rule(("neuro_san.core", "neuro_san.wire", "neuro_san.network", "neuro_san.llm", "neuro_san.runtime",
+          "neuro_san.middleware", "neuro_san.toolbox", "neuro_san.periodic", "neuro_san.reservations",
+          "neuro_san.service"),
+         (STUDIO,),
+         "studio's classes plug into the middleware registry; only the composer (the command line) names them"),
     Rule(("neuro_san.service",), ABOVE_SERVICE, "the gRPC service knows neither its clients nor the HTTP port"),
     Rule(
         ("neuro_san.client",),
@@ -286,7 +297,7 @@ def test_no_package_circles() -> None:
     # builder importing middleware's parser while middleware imports network's files):
     # then neither package can be read, tested or moved without the other.
     graph = package_graph()
-    assert {"neuro_san.network", "neuro_san.middleware", "gateway", "gateway.host"} <= graph.keys()
+    assert {"neuro_san.network", "neuro_san.middleware", STUDIO, "gateway", "gateway.host"} <= graph.keys()
     cycles = _cycles(graph)
     assert not cycles, "package circles (function-local imports count):\n" + "\n".join(
         " <-> ".join(cycle) + "".join(_edge_line(source, target) for source in cycle for target in cycle

@@ -61,7 +61,7 @@ def test_the_header_mapping_never_yields_a_gateway_owned_key() -> None:
     from gateway.host.metadata import HeaderMapper
 
     mapper = HeaderMapper(["user_id", "agent-name", "x-neuro-san-client"])
-    headers = {"Grpc-Metadata-agent-name": "calc", "Grpc-Metadata-neuro-san-mcp-tools": "true",
+    headers = {"Grpc-Metadata-agent-name": "calc", "Grpc-Metadata-neuro-san-public-directory": "true",
                "Grpc-Metadata-neuro-san-private-named-only": "false", "Grpc-Metadata-x-neuro-san-client": "1.2.3.4",
                "agent-name": "calc", "User_Id": "u1"}
     assert mapper.to_metadata(headers) == [("user_id", "u1")]

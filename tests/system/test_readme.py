@@ -105,6 +105,9 @@ def expectations(command: str) -> list[str]:
         return ['"name":"math_guy"', '"inputSchema":{"type":"object"']
     if command.startswith("neuro-san config"):
         return ["AGENT_PORT", "AGENT_MCP_ENABLE", "OPENAI_API_KEY"]
+    if "/ag-ui/" in command:  # the AG-UI event stream
+        return ['"type":"RUN_STARTED"', '"type":"TOOL_CALL_START"', '"delta":"42."', '"snapshot":{"equals":42}',
+                '"type":"RUN_FINISHED"']
     if command.endswith("/api/v1/list") or command.startswith("neuro-san list"):
         return ["hello_world", "math_guy", "echo"]
     raise AssertionError(f"no expectation for the README command {command!r}: add one to this test")

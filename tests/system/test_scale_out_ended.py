@@ -115,13 +115,19 @@ def test_a_task_failed_by_another_writer_is_not_completed_by_the_replica_running
                 # r0 ends the client's stream at its first conflict, then goes through the
                 # events its chat had queued: each leaves an entry on the task's stream (the
                 # ended task reloaded; without the store's refusal, what it saved instead).
+                # How many it had queued when the conflict came is a race (the answer and
+                # COMPLETED, or only the first), so wait until at least one came and no more
+                # come for a second.
                 later: list[StreamResponse] = []
                 deadline = time.monotonic() + 15
-                while len(later) < 2 and time.monotonic() < deadline:
+                settled_at = time.monotonic() + 1.0
+                while time.monotonic() < deadline and not (later and time.monotonic() >= settled_at):
                     await asyncio.sleep(0.05)
                     entries = await state.redis.xrange(events_key, min=f"({mark}")
-                    later = [StreamResponse.FromString(fields[b"e"]) for _, fields in entries]
-                assert len(later) >= 2, f"r0 never went through its chat's end: {later}"
+                    if len(entries) != len(later):
+                        later = [StreamResponse.FromString(fields[b"e"]) for _, fields in entries]
+                        settled_at = time.monotonic() + 1.0
+                assert later, f"r0 never went through its chat's end: {later}"
 
                 assert _states(later) == ["TASK_STATE_FAILED"] * len(later), later
                 assert not any(e.HasField("artifact_update") for e in later), later

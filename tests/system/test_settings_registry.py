@@ -24,7 +24,7 @@ ENVIRONMENT_READERS = {
     "library use and tests",
 }
 #: ``AGENT_*`` strings in the code that name no setting.
-NOT_SETTINGS = {"AGENT_NOT_FOUND", "AGENT_PROGRESS", "AGENT_FRAMEWORK"}
+NOT_SETTINGS = {"AGENT_NOT_FOUND", "AGENT_PROGRESS", "AGENT_FRAMEWORK", "AGENT_TOOL_RESULT"}
 
 
 def _sources() -> list[Path]:

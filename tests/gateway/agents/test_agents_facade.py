@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neuro_san.api.grpc import directory_pb2
 
 from gateway.agents.interface import (
     AgentsFailed,
@@ -33,8 +34,8 @@ from gateway.agents.interface import (
 )
 from gateway.agents.invoked import InvokedAgents
 from gateway.invokers.inprocess import InProcessInvoker
+from gateway.invokers.interface import methods_of
 from gateway.transcoder.frontend import default_services
-from gateway.transcoder.routes import routes_from_services
 from neuro_san.core.errors import Code
 from neuro_san.service.server import AgentServer, ServerConfig
 from tests.fakes.stream_fake import StreamFake
@@ -61,7 +62,7 @@ def _networks(tmp_path: Path, config: dict[str, Any]) -> Path:
 
 
 class Counting:
-    """The invoker's StreamingChat callable, counting the calls made."""
+    """An invoker's callable (StreamingChat, DirectoryService/List), counting the calls made."""
 
     def __init__(self, inner: Callable[..., Any]) -> None:
         self.inner = inner
@@ -79,13 +80,13 @@ async def served(tmp_path: Path, pace: float = 0.0) -> AsyncIterator[tuple[Strea
         server = AgentServer(ServerConfig(host="127.0.0.1", port=0, manifest_paths=[manifest]))
         await server.start()
         invoker = InProcessInvoker(server.handlers.generic, server.health, server.config.max_message_bytes)
-        routes = routes_from_services(default_services())
+        methods = methods_of([*default_services(), directory_pb2.DESCRIPTOR.services_by_name["DirectoryService"]])
 
         def method(name: str) -> Any:
-            return invoker.callable_for(next(r for r in routes if r.grpc_path.endswith(name)))
+            return invoker.callable_for(next(m for path, m in methods.items() if path.endswith(name)))
 
         chat = Counting(method("/StreamingChat"))
-        agents = InvokedAgents(chat, 20.0, concierge_list=method("ConciergeService/List"),
+        agents = InvokedAgents(chat, 20.0, directory_list=method("DirectoryService/List"),
                                function=method("AgentService/Function"))
         try:
             yield fake, agents, chat
@@ -128,6 +129,11 @@ def test_one_turn_is_deltas_steps_and_the_answer(tmp_path: Path) -> None:
         steps = [e for e in events if isinstance(e, Step)]
         assert {"question": "what?"} in [s.arguments for s in steps]
         assert "Elsewhere says 42." in [s.result for s in steps]
+        # What the front man gets back names the tool it comes from.
+        returned = [s for s in steps if s.kind == "AGENT_TOOL_RESULT"]
+        assert [(s.origin, s.result_of, s.text) for s in returned] == [(("front",), ("front", "/other"),
+                                                                         "Elsewhere says 42.")]
+        assert all(s.result_of == () for s in steps if s.kind != "AGENT_TOOL_RESULT")
         assert all(s.kind in {"AI", "AGENT", "AGENT_TOOL_RESULT", "AGENT_PROGRESS"} for s in steps)
         assert all(s.origin and s.origin[0] == "front" for s in steps)
 
@@ -201,9 +207,17 @@ def test_a_cancelled_reader_cancels_the_chat(tmp_path: Path) -> None:
 
 def test_the_directory_lists_and_describes_through_the_service(tmp_path: Path) -> None:
     async def body(_fake: StreamFake, agents: InvokedAgents, chat: Counting) -> None:
-        listed = await agents.list(Caller([]))
+        listing = await agents.listing(Caller([]))
+        listed = list(listing.agents)
         assert sorted(entry.name for entry in listed) == ["other", "talker"]
         assert {entry.name: entry.mcp_tool for entry in listed} == {"other": "other", "talker": "talker"}
+        # Each entry carries its front man's function: no describe call per network.
+        functions = {entry.name: entry.function for entry in listed}
+        assert functions["other"] is not None and functions["other"].description == "Knows."
+        assert functions["other"].parameters == {"type": "object", "properties": {"question": {"type": "string"}}}
+        assert functions["talker"] is not None and functions["talker"].description == "Answers."
+        again = await agents.listing(Caller([]))
+        assert listing.version and again.version == listing.version  # the same listing, the same version
         other = await agents.describe("other", Caller([]))
         assert other.description == "Knows."
         assert other.parameters == {"type": "object", "properties": {"question": {"type": "string"}}}

@@ -33,7 +33,7 @@ import yaml
 
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, MiddlewareTool
-from neuro_san.network.studio_config import SkillsSettings
+from neuro_san.studio.config import SkillsSettings
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ require protobuf below 7, which this server's generated code cannot run with. It
 constructor checks the key with a blocking request (``/v1/ping/``), so it is built in a
 worker thread, once per key, host and event loop.
 
-Load-time checks (:mod:`neuro_san.network.mem0_settings`, read when a network loads) refuse
+Load-time checks (:mod:`neuro_san.studio.mem0_settings`, read when a network loads) refuse
 the backend with the reason when the package is missing or of another version, or when
 ``MEM0_API_KEY`` is unset (studio fails at the first tool call instead). ``MEM0_HOST``
 (this server's addition) points the client at another Mem0 Platform address.
@@ -28,10 +28,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from neuro_san.middleware.memory_store import MemoryBackendError, keyed_lock, safe_segment
-
-# The settings are read at network load, below this package; the names stay importable here.
-from neuro_san.network.mem0_settings import SUPPORTED_TEXT, Mem0Settings
+# The settings are read at network load (mem0_settings, without importing mem0); the names stay importable here.
+from neuro_san.studio.mem0_settings import SUPPORTED_TEXT, Mem0Settings
+from neuro_san.studio.memory_store import MemoryBackendError, keyed_lock, safe_segment
 
 __all__ = ["SUPPORTED_TEXT", "Mem0Settings", "Mem0TopicStore"]
 

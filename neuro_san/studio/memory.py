@@ -24,9 +24,9 @@ from typing import Any
 
 from neuro_san.llm.interface import LlmMessage, ToolSpec
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, MiddlewareTool
-from neuro_san.middleware.memory_mem0 import Mem0TopicStore
-from neuro_san.middleware.memory_store import JsonTopicStore, MarkdownTopicStore, MemoryBackendError, MemoryStore
-from neuro_san.network.studio_config import MemorySettings
+from neuro_san.studio.config import MemorySettings
+from neuro_san.studio.memory_mem0 import Mem0TopicStore
+from neuro_san.studio.memory_store import JsonTopicStore, MarkdownTopicStore, MemoryBackendError, MemoryStore
 
 log = logging.getLogger(__name__)
 

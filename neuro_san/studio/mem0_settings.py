@@ -1,5 +1,5 @@
 """Load-time settings of neuro-san-studio's ``mem0`` memory backend
-(:mod:`neuro_san.middleware.memory_mem0` is the backend itself).
+(:mod:`neuro_san.studio.memory_mem0` is the backend itself).
 
 Read when a network naming the backend loads, so a missing or unsupported ``mem0ai``
 package or an unset ``MEM0_API_KEY`` refuses the network with the reason (studio fails

@@ -35,8 +35,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuro_san.core.messages import MessageType
-from neuro_san.middleware.designer_instructions import common_instructions
-from neuro_san.middleware.designer_loading import (
+from neuro_san.middleware.interface import AgentAnswered, AgentMiddleware, Invocation, ModelTurn
+from neuro_san.studio.designer_instructions import common_instructions
+from neuro_san.studio.designer_loading import (
     HOCON_FILE_KEY,
     METADATA_KEY,
     RESERVATION_ID,
@@ -47,7 +48,6 @@ from neuro_san.middleware.designer_loading import (
     load_reservation,
     reservation_id,
 )
-from neuro_san.middleware.interface import AgentAnswered, AgentMiddleware, Invocation, ModelTurn
 
 log = logging.getLogger(__name__)
 

@@ -32,19 +32,19 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from neuro_san.middleware.designer_definition import DEFINITION_KEY, NAME_KEY, is_load_only_request
-from neuro_san.middleware.designer_files import network_hocon, registries_dir, write_network
-from neuro_san.middleware.designer_loading import RESERVATIONS_KEY, metadata_block
-from neuro_san.middleware.designer_reservations import DeployError, assemble_and_deploy
-from neuro_san.middleware.designer_validation import (
+from neuro_san.middleware.interface import AgentMiddleware, Invocation
+from neuro_san.studio.config import DesignerPersistenceSettings
+from neuro_san.studio.designer_definition import DEFINITION_KEY, NAME_KEY, is_load_only_request
+from neuro_san.studio.designer_files import network_hocon, registries_dir, write_network
+from neuro_san.studio.designer_loading import RESERVATIONS_KEY, metadata_block
+from neuro_san.studio.designer_reservations import DeployError, assemble_and_deploy
+from neuro_san.studio.designer_validation import (
     cycle_errors,
     keyword_errors,
     missing_node_errors,
     reachability_errors,
     shape_errors,
 )
-from neuro_san.middleware.interface import AgentMiddleware, Invocation
-from neuro_san.network.studio_config import DesignerPersistenceSettings
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any
 from neuro_san.core.messages import MessageType
 from neuro_san.llm.interface import ToolSpec
 from neuro_san.middleware.interface import AgentMiddleware, Invocation, MiddlewareTool
-from neuro_san.network.studio_config import CHECKLIST_STATUSES, ChecklistSettings
+from neuro_san.studio.config import CHECKLIST_STATUSES, ChecklistSettings
 
 SYMBOLS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "skipped": "[-]"}
 _INDEX = {"type": "integer", "description": "The item's 1-based number, as the checklist shows it."}

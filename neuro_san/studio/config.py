@@ -1,6 +1,8 @@
 """Load-time settings of neuro-san-studio's middleware classes (``middleware.…`` in a
-studio project), implemented natively here: persistent memory, the checklist, skills and
-the Agent Network Designer family (definition, validation, persistence).
+studio project), implemented natively in this package: persistent memory, the checklist,
+skills and the Agent Network Designer family (definition, validation, persistence).
+:data:`CLASSES` are their entries for the network loader's registry
+(:mod:`neuro_san.network.middleware_registry`).
 
 Where studio warns about an unknown key and goes on, these refuse it at load with the key
 path (a misspelt setting should not silently change nothing).
@@ -13,9 +15,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from neuro_san.network.mem0_settings import Mem0Settings, Mem0Unavailable, mem0_settings
 from neuro_san.network.middleware_args import MiddlewareArgs
+from neuro_san.network.middleware_registry import EntryContext, MiddlewareClass
 from neuro_san.settings import SettingError, Settings, process_env
+from neuro_san.studio.mem0_settings import Mem0Settings, Mem0Unavailable, mem0_settings
 
 MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
 CHECKLIST_CLASS = "middleware.agent_checklist_middleware.AgentChecklistMiddleware"
@@ -35,8 +38,6 @@ STUDIO_CLASSES = frozenset(
     {MEMORY_CLASS, CHECKLIST_CLASS, SKILLS_CLASS, STRUCTURE_CLASS, INSTRUCTIONS_CLASS}
     | {DEFINITION_CLASS, PERSISTENCE_CLASS}
 )
-#: Studio classes this server refuses at load, and why (none left).
-REFUSED: Mapping[str, str] = MappingProxyType({})
 
 MEMORY_OPERATIONS = frozenset({"create", "read", "append", "delete", "search", "list"})
 MEMORY_BACKENDS = ("json_file", "markdown_file", "mem0")
@@ -132,6 +133,24 @@ def parse_studio(
     if class_name == SKILLS_CLASS:
         return _skills(check)
     return _checklist(check)
+
+
+def _studio_class(class_name: str, reservations: bool = False) -> MiddlewareClass:
+    """The registry's entry of one studio class (the registry calls :func:`parse_studio`)."""
+
+    def parse(check: MiddlewareArgs, entry: EntryContext) -> StudioSettings:
+        return parse_studio(class_name, check, reservations=entry.reservations)
+
+    return MiddlewareClass(
+        (class_name,), parse, lambda settings: class_name.rsplit(".", 1)[-1], reservations, "neuro-san-studio"
+    )
+
+
+#: Studio's classes as the network loader's registry takes them (registered by
+#: :func:`neuro_san.studio.plugin.register`, with their implementations).
+CLASSES: Mapping[str, MiddlewareClass] = MappingProxyType(
+    {name: _studio_class(name, reservations=name == PERSISTENCE_CLASS) for name in sorted(STUDIO_CLASSES)}
+)
 
 
 def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str], reservations: bool) -> StudioSettings:

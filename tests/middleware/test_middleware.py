@@ -1,10 +1,10 @@
-"""Agent middleware (``neuro_san.middleware``): PII detection and summarisation against
-the fake LLM over real HTTP, and the refusals at load."""
+"""neuro-san's own agent middleware (``neuro_san.middleware``): PII detection,
+summarisation and tool selection against the fake LLM over real HTTP (the refusals at
+load: test_middleware_loading.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,6 @@ import pytest
 from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.core.messages import ChatContext, ChatHistory, ChatMessage, MessageType, Origin
 from neuro_san.network.builder import build_network
-from neuro_san.network.validate import main_validate
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm
 from tests.support.runtime import make_host, run_chat
 
@@ -196,63 +195,6 @@ def test_summary_kept_out_of_chat_context_when_asked() -> None:
         await factory.aclose()
 
     run_with_fake_llm(body)
-
-
-REFUSALS = [
-    ({"class": "my.pkg.TracingMiddleware"}, "tools[0].middleware[0].class", "is not supported"),
-    (
-        {"class": "neuro_san.middleware.network_copy_middleware.NetworkCopyMiddleware",
-         "args": {"sly_data": True}},
-        "tools[0].middleware[0].allow.reservations",
-        "needs",
-    ),
-    (
-        {"class": PII, "args": {"pii_type": "email"}, "allow": {"reservations": True}},
-        "middleware[0].allow.reservations",
-        "only NetworkCopyMiddleware",
-    ),
-    ({"class": PII, "args": {"pii_type": "email", "strategy": "shred"}}, "middleware[0].args.strategy", "one of"),
-    ({"class": PII, "args": {"pii_type": "phone"}}, "middleware[0].args.detector", "not a built-in"),
-    ({"class": PII, "args": {"pii_type": "x", "detector": "(["}}, "middleware[0].args.detector", "regular expression"),
-    ({"class": PII, "args": {"pii_type": "email", "colour": 1}}, "middleware[0].args.colour", "unknown argument"),
-    ({"class": SUMMARY, "args": {"trigger": ["minutes", 3]}}, "middleware[0].args.trigger", "must be"),
-    ({"class": PII, "args": {"pii_type": "email"}, "checkpointer": {}}, "middleware[0].checkpointer", "not supported"),
-    ({"args": {}}, "middleware[0].class", "missing"),
-    (
-        {"class": "neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware",
-         "args": {"max_tools": 2}},
-        "middleware[0].args.llm_config",
-        "missing",
-    ),
-]
-
-
-@pytest.mark.parametrize(("entry", "key_path", "reason"), REFUSALS)
-def test_unsupported_middleware_is_refused_at_load(entry: dict[str, Any], key_path: str, reason: str) -> None:
-    with pytest.raises(NetworkLoadError) as caught:
-        build_network({"tools": [{"name": "a", "instructions": "x", "middleware": [entry]}]}, "net.hocon", "net")
-    assert caught.value.file == "net.hocon"
-    assert caught.value.key_path.endswith(key_path) and reason in caught.value.reason
-
-
-def test_the_same_middleware_twice_is_refused_not_hung() -> None:
-    twice = [{"class": PII, "args": {"pii_type": "email"}}, {"class": PII, "args": {"pii_type": "email"}}]
-    with pytest.raises(NetworkLoadError) as caught:
-        build_network({"tools": [{"name": "a", "instructions": "x", "middleware": twice}]}, "net.hocon", "net")
-    assert caught.value.key_path == "tools[0].middleware[1]"
-    assert "second PIIMiddleware[email]" in caught.value.reason
-
-
-def test_validate_reports_supported_and_refused_middleware(tmp_path: Path) -> None:
-    good = tmp_path / "good.json"
-    good.write_text(json.dumps({"tools": [{"name": "a", "instructions": "x", "middleware": [
-        {"class": PII, "args": {"pii_type": "url", "strategy": "redact"}}]}]}))  # fmt: skip
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"tools": [{"name": "a", "instructions": "x", "middleware": [{"class": "x.y.Z"}]}]}))
-    out, err = io.StringIO(), io.StringIO()
-    assert main_validate([str(good), str(bad)], out, err) == 1
-    assert "OK good" in out.getvalue()
-    assert f"{bad}: tools[0].middleware[0].class: middleware 'x.y.Z' is not supported" in err.getvalue()
 
 
 SELECTOR = "neuro_san.middleware.llm_config_tool_selector_middleware.LlmConfigToolSelectorMiddleware"

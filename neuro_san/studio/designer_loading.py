@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from neuro_san.core.load_errors import NetworkLoadError
-from neuro_san.middleware.designer_files import DEFAULT_REGISTRIES
 from neuro_san.network.files import read_document
 from neuro_san.reservations.store import ReservationStore
 from neuro_san.settings import process_env
+from neuro_san.studio.designer_files import DEFAULT_REGISTRIES
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from neuro_san.core.load_errors import NetworkLoadError
-from neuro_san.middleware.designer_files import (
+from neuro_san.network.files import read_document
+from neuro_san.reservations.reservationist import StoreReservationist
+from neuro_san.reservations.store import ReservationError, ReservationStore
+from neuro_san.studio.designer_files import (
     DEFAULT_FRONT_DESCRIPTION,
     DEMO_SENTENCE,
     FRONT_MAN_LINES,
@@ -34,9 +37,6 @@ from neuro_san.middleware.designer_files import (
     clean_text,
     instructions_prefix,
 )
-from neuro_san.network.files import read_document
-from neuro_san.reservations.reservationist import StoreReservationist
-from neuro_san.reservations.store import ReservationError, ReservationStore
 
 AAOSA_FILE = "registries/aaosa.hocon"
 LLM_CONFIG_FILE = "config/llm_config.hocon"

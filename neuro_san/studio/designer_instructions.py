@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from neuro_san.core.load_errors import NetworkLoadError
-from neuro_san.middleware.designer_files import DEMO_SENTENCE, FRONT_MAN_LINES, PREFIX_OPENING, PREFIX_RULES
 from neuro_san.network.files import read_document
+from neuro_san.studio.designer_files import DEMO_SENTENCE, FRONT_MAN_LINES, PREFIX_OPENING, PREFIX_RULES
 
 log = logging.getLogger(__name__)
 
