@@ -99,7 +99,9 @@ browser: $(CHROMIUM) ## install Debian's chromium for the browser tests (as root
 test: $(STAMP) browser redis-server haproxy oidc-provider mcp-conformance proto-check lint ## install, check generated code and lint, then run the whole suite
 	$(PY) -m pytest -rs
 
-test-fast: $(STAMP) redis-server ## between edits: the suite without the tests marked slow (no lint), stops at the first failure
+# No server process and no system service: a test that starts one is marked slow, and
+# tests/support/fast_tier.py fails any unmarked test that does.
+test-fast: $(STAMP) ## between edits: the in-process tests (not marked slow; under 90 s, no lint), stops at the first failure
 	$(PY) -m pytest -x -m "not slow"
 
 # The benchmark measures the recommended production install: the `fast` extra (uvloop).

@@ -2,7 +2,10 @@
 same run (16 clients, CPU per call from /proc). Each row says what the front-end costs
 beyond REST's chat: its ratio to REST's CPU per call (issue 37's targets: MCP <= 1.2x,
 the OpenAI API and AG-UI <= 1.3x; A2A is held to the SDK's own server, not to REST).
-A front-end this server does not serve (404 on its path) is reported as absent.
+AG-UI always streams the answer's tokens, so it is held to REST with ``stream_tokens``
+(``rest_tokens``); the fake LLM streams a short answer (``WORDS`` words, unpaced), so a
+streamed call costs its tokens, not the pace's waiting. A front-end this server does not
+serve (404 on its path) is reported as absent.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from bench.run import Settings, closed_spec, repeat
 #: (anything but 404: a POST-only route answers 405).
 FRONTENDS = {"mcp": "/mcp", "a2a": "/a2a/echo/.well-known/agent-card.json", "openai": "/v1/models",
              "agui": "/ag-ui/echo"}
+#: Which REST row each front-end is held to.
+BASELINE = {"mcp": "rest", "a2a": "rest", "openai": "rest", "agui": "rest_tokens"}
+#: The streamed answer's words (S9 measures pacing; here a token's cost is what matters).
+WORDS = 5
 
 
 def _served(base: str, probe: str) -> bool:
@@ -31,21 +38,23 @@ def _served(base: str, probe: str) -> bool:
 
 
 def run_s10(s: Settings, fast: bool) -> dict[str, Any]:
-    fake, fake_port = procs.start_fake(0.0, fast)
-    result: dict[str, Any] = {}
+    fake, fake_port = procs.start_fake(0.0, fast, "--stream-words", str(WORDS), "--stream-pace-ms", "0")
+    result: dict[str, Any] = {"words": WORDS}
     try:
         server = procs.start_server(fake_port, fast)
         pid = server.proc.pid
         try:
             rest = closed_spec("http", server.http_base, "echo", s.clients, s.load_seconds, s, fast)
             result["rest"] = repeat(s.runs, lambda: procs.run_load(rest, pid, fake_pid=fake.pid))
+            tokens = {**rest, "stream_tokens": True}
+            result["rest_tokens"] = repeat(s.runs, lambda: procs.run_load(tokens, pid, fake_pid=fake.pid))
             for name, probe in FRONTENDS.items():
                 if not _served(server.http_base, probe):
                     result[name] = {"absent": True}
                     continue
                 spec = closed_spec(name, server.http_base, "echo", s.clients, s.load_seconds, s, fast)
                 measured = repeat(s.runs, lambda: procs.run_load(spec, pid, fake_pid=fake.pid))  # noqa: B023
-                rest_cpu = result["rest"]["cpu_ms_per_chat"]
+                rest_cpu = result[BASELINE[name]]["cpu_ms_per_chat"]
                 measured["cpu_to_rest"] = measured["cpu_ms_per_chat"] / rest_cpu if rest_cpu else 0.0
                 result[name] = measured
         finally:

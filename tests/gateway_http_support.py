@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.support.waits import wait_until
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gateway"
 PROBE_ARGS = [
@@ -86,12 +87,7 @@ def open_stream(port: int, agent: str, body: dict[str, Any]) -> tuple[http.clien
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+    return wait_until(predicate, timeout)
 
 
 def assert_status(reply: Reply, http_status: int, code: int) -> dict[str, Any]:

@@ -84,7 +84,7 @@ class Soak:
                 pass
 
         reader = asyncio.create_task(read())
-        await asyncio.sleep(rng.uniform(0.0, 0.03))
+        await asyncio.sleep(rng.uniform(0.0, 0.03))  # the behaviour: clients that pause at random
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
             await reader
@@ -113,7 +113,7 @@ class Soak:
 async def sample(server: ServerProcess, soak: Soak, samples: list[tuple[float, int, int]]) -> None:
     started = time.monotonic()
     while time.monotonic() < soak.stop_at:
-        await asyncio.sleep(SAMPLE_SECONDS)
+        await asyncio.sleep(SAMPLE_SECONDS)  # the behaviour: memory sampled at a pace
         if server.process.poll() is not None:
             return
         pid = server.process.pid

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from neuro_san.client import (
 )
 from neuro_san.core import errors as core_errors
 from tests.support.servers import BUNDLED_MANIFEST, ServerProcess, free_port, start_server
+from tests.support.waits import until, wait_until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ class Sleeper(CodedTool):
         try:
             if reporter is not None:
                 await reporter.async_report_progress({"progress": 0}, "sleeping")
-            await asyncio.sleep(float(name))
+            await asyncio.sleep(float(name))  # the behaviour: a tool that takes its time
         except asyncio.CancelledError:
             (marks / f"{name}.cancelled").touch()
             raise
@@ -214,13 +214,9 @@ def test_unreachable_server_is_unavailable(scheme: str) -> None:
 def _outcome(marks: Path, seconds: str, within: float = 20.0) -> str:
     """How the sleeper of ``seconds`` ended: "cancelled", "finished", or "running" if it did
     neither within ``within`` s (a bound against hanging only: it sleeps far longer)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        for end in ("cancelled", "finished"):
-            if (marks / f"{seconds}.{end}").exists():
-                return end
-        time.sleep(0.05)
-    return "running"
+    ends = ("cancelled", "finished")
+    wait_until(lambda: any((marks / f"{seconds}.{end}").exists() for end in ends), within)
+    return next((end for end in ends if (marks / f"{seconds}.{end}").exists()), "running")
 
 
 def test_client_deadline_is_deadline_exceeded(url: str, slow_root: tuple[Path, Path, Path]) -> None:
@@ -279,10 +275,8 @@ def test_cancelling_the_consumer_cancels_the_servers_work(url: str, slow_root: t
     async def main() -> None:
         async with AsyncAgentClient.from_url(url) as client:
             task = asyncio.create_task(consume(client))
-            for _ in range(200):  # until the tool runs on the server
-                if (marks / f"{seconds}.started").exists() or task.done():
-                    break
-                await asyncio.sleep(0.05)
+            # Until the tool runs on the server.
+            assert await until(lambda: (marks / f"{seconds}.started").exists() or task.done())
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from neuro_san.client.remote import close_all, remote_agent, split_ref
 from neuro_san.core.errors import ConfigurationError, UpstreamUnavailable
 from neuro_san.core.messages import ChatRequest
 from tests.support.servers import ServerProcess, free_port, start_server
+from tests.support.waits import until, wait_until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -162,18 +162,12 @@ def test_cancelling_the_caller_cancels_the_remote_call(tmp_path: Path) -> None:
             async def main() -> None:
                 async with AsyncAgentClient.grpc(front.grpc_target) as client:
                     task = asyncio.create_task(_collect(client.streaming_chat("relay", "6.5", filter=MAXIMAL)))
-                    for _ in range(200):
-                        if (marks / "6.5.started").exists() or task.done():
-                            break
-                        await asyncio.sleep(0.05)
+                    assert await until(lambda: (marks / "6.5.started").exists() or task.done())
                     task.cancel()
                     with pytest.raises(asyncio.CancelledError):
                         await task
 
             asyncio.run(main())
-            for _ in range(60):
-                if (marks / "6.5.cancelled").exists():
-                    break
-                time.sleep(0.05)
+            wait_until(lambda: (marks / "6.5.cancelled").exists())
             assert (marks / "6.5.started").exists()
             assert (marks / "6.5.cancelled").exists(), "the remote call outlived its caller"

@@ -17,6 +17,8 @@ import pytest
 
 from tests.support.servers import ServerProcess
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 

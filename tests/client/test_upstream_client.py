@@ -20,6 +20,8 @@ import pytest
 
 from tests.support.servers import start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
 UPSTREAM_05 = os.environ.get("NEURO_SAN_05_PYTHON", "")
 

@@ -270,7 +270,7 @@ class FakeLlmServer:
             self.requests.append(recorded)
         try:
             if self.latency:
-                await asyncio.sleep(self.latency)
+                await asyncio.sleep(self.latency)  # the behaviour: a model's latency
             response = await self._respond(request, recorded, self._next_reply(recorded))
             self.answered += 1
             return response
@@ -295,7 +295,7 @@ class FakeLlmServer:
 
     async def _respond(self, request: web.BaseRequest, recorded: RecordedRequest, reply: Reply) -> web.StreamResponse:
         if reply.kind == "stall":
-            await asyncio.sleep(reply.seconds)
+            await asyncio.sleep(reply.seconds)  # the behaviour: Reply.stall, a slow model
             return await self._respond(request, recorded, reply.then or Reply.answer(recorded.last_input_text()))
         if reply.kind == "hold":
             self.held += 1

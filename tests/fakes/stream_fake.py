@@ -177,7 +177,7 @@ class StreamFake:
                 await response.write(chunk)
             self.events_written += 1
             if self.pace:
-                await asyncio.sleep(self.pace)
+                await asyncio.sleep(self.pace)  # the behaviour: a model that writes at a pace
         await response.write_eof()
         self.replies_finished += 1
         return response

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Iterator
 
 import aiohttp
 import grpc
@@ -15,7 +14,7 @@ import pytest
 
 from tests.fakes.fake_llm import Reply
 from tests.support import load
-from tests.support.fake_thread import Rig, fake_backed_server
+from tests.support.fake_thread import Rig
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -54,10 +53,7 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    with fake_backed_server(max_attempts=MAX_ATTEMPTS, request_timeout=5) as running:
-        yield running
+RIG_LLM_CONFIG = {"max_attempts": MAX_ATTEMPTS, "request_timeout": 5}  # for conftest's rig
 
 
 async def _both(rig: Rig, text: str) -> list[load.ChatOutcome]:

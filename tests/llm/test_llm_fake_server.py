@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, ToolSpec
@@ -59,7 +61,7 @@ def test_a_held_reply_answers_only_when_released_and_release_rearms() -> None:
             fake.enqueue(Reply.hold(Reply.answer("released " + text)))
             call = asyncio.create_task(model.complete([LlmMessage("user", text)], []))
             assert await fake.wait_for(lambda: fake.held == 1, within=10.0)
-            await asyncio.sleep(0.05)  # a chance to answer, which a held reply must not take
+            await asyncio.sleep(0.05)  # the behaviour under test: a chance to answer, which a hold must not take
             assert not call.done() and fake.answered == ("first", "second").index(text)
             fake.release()
             assert (await call).text == "released " + text
@@ -82,6 +84,7 @@ def test_latency_is_applied() -> None:
     run_with_fake_llm(body, latency_ms=150)
 
 
+@pytest.mark.slow
 def test_runs_as_a_separate_process() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.fake_llm", "--port", "0", "--latency-ms", "1"],

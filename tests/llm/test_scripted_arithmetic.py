@@ -5,13 +5,12 @@ whole sentence to the calculator: "Error: invalid syntax")."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
 from neuro_san.client import AsyncAgentClient
 from neuro_san.llm.scripted import arithmetic_in
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 
 @pytest.mark.parametrize(
@@ -31,13 +30,6 @@ def test_the_arithmetic_of_a_question(text: str, arithmetic: str) -> None:
     assert arithmetic_in(text) == arithmetic
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    """``neuro-san serve`` with its bundled networks."""
-    with start_server() as running:
-        yield running
-
-
 def _talk(server: ServerProcess, agent: str, *questions: str) -> list[str]:
     async def main() -> list[str]:
         async with AsyncAgentClient.grpc(server.grpc_target) as client:
@@ -50,10 +42,12 @@ def _talk(server: ServerProcess, agent: str, *questions: str) -> list[str]:
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_math_guy_answers_the_follow_up(server: ServerProcess) -> None:
     assert _talk(server, "math_guy", "6 * 7", "and 6 * 8?") == ["The answer is 42.", "The answer is 48."]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", ["deep/math_guy", "math_guy_passthrough"])
 def test_the_other_bundled_arithmetic_networks_find_it_too(server: ServerProcess, agent: str) -> None:
     [answer] = _talk(server, agent, "and what is 2 * (3 + 4)?")

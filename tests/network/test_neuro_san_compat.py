@@ -14,6 +14,8 @@ from tests.support import grpc_calls as calls
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "neuro_san_style"
 
 

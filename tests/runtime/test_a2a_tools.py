@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from tests.a2a_support import a2a_client, a2a_peer, final_text, send, user_messa
 from tests.fakes.fake_llm import Reply, tool_then_answer_rule
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import start_server
+from tests.support.waits import until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -133,21 +132,15 @@ def test_cancelling_a_task_cancels_the_a2a_task_it_waits_on(tmp_path: Path) -> N
                     async with a2a_client(url, streaming=True) as client, a2a_client(url, streaming=False) as other:
                         stream = client.send_message(SendMessageRequest(message=user_message("slowly")))
                         first = await anext(stream)
-                        await _until(lambda: fake.open_connections > 0)
+                        await until(lambda: fake.open_connections > 0)
                         assert fake.open_connections == 1, "B's LLM call never started"
                         await other.cancel_task(CancelTaskRequest(id=first.task.id))
                         await stream.aclose()
-                    await _until(lambda: fake.open_connections == 0)
+                    await until(lambda: fake.open_connections == 0)
                     assert fake.open_connections == 0
                     assert fake.handlers_cancelled == fake.request_count == 1
 
                 asyncio.run(scenario())
-
-
-async def _until(condition: Callable[[], bool], within: float = 15.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition() and time.monotonic() < deadline:  # noqa: ASYNC110 - set by another thread
-        await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("tool, reason", [

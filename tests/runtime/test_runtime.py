@@ -25,7 +25,7 @@ class Counter(CodedTool):
         if log:
             with open(log, "a") as file:
                 file.write("start " + args["word"] + "\\n")
-        await asyncio.sleep(float(args.get("delay", 0)))
+        await asyncio.sleep(float(args.get("delay", 0)))  # the behaviour: a tool that takes its time
         if log:
             with open(log, "a") as file:
                 file.write("end " + args["word"] + "\\n")
@@ -349,7 +349,7 @@ def test_cancelling_a_chat_cancels_the_llm_call_and_leaves_no_task(tmp_path: Pat
         # wall-clock bound here failed once on a loaded machine at 0.5 s).
         assert await fake.wait_for(lambda: fake.handlers_cancelled == 1, within=10.0)
         assert fake.answered == 1  # the first call only: the held one was dropped, not answered
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one turn of the loop, not a time: the cancelled tasks' callbacks run
         leftover = {t for t in asyncio.all_tasks() - before if not t.done()} - {asyncio.current_task()}
         assert not leftover
         fake.release()

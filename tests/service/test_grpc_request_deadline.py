@@ -23,6 +23,7 @@ from gateway.host.connection_guard import ConnectionLimits
 from neuro_san.service.grpc_limits import GrpcConnectionLimits
 from neuro_san.service.request_deadline import SETTING
 from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import wait_for_log
 
 #: Takes seconds (starts a server): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -73,10 +74,7 @@ def test_a_call_whose_request_never_arrives_is_ended() -> None:
         assert ended.get("grpc-status") == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), ended
         assert REQUEST_SECONDS - 0.2 < after < REQUEST_SECONDS + 3
         # The server's line reaches us through a pipe read by another thread: wait for it.
-        deadline = time.monotonic() + 5
-        while "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS" not in server.log() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS" in server.log()
+        assert wait_for_log(server, "AGENT_GRPC_REQUEST_TIMEOUT_SECONDS"), server.log()[-3000:]
         # A streaming-request method (reflection): its first message has the same deadline.
         ended, after = _headers_only(server, REQUEST_SECONDS + 5, REFLECTION)
         assert ended.get("grpc-status") == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), ended

@@ -16,6 +16,7 @@ from tests.fakes.fake_llm import Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+from tests.support.waits import until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -62,15 +63,18 @@ def test_concurrent_chats_and_token_budget_per_key_on_grpc_and_http(tmp_path: Pa
         with start_server(env=env, http=True) as server:
 
             async def scenario() -> None:
-                fake.enqueue(Reply.stall(1.5, then=Reply.answer("slow", usage=(5, 5))))
+                # The slow chat holds busy's one place while its LLM reply is held.
+                fake.enqueue(Reply.hold(Reply.answer("slow", usage=(5, 5))))
                 slow = asyncio.create_task(_grpc(server.grpc_target, "busy-key", "slow one"))
-                await asyncio.sleep(0.7)  # the slow chat holds busy's one place
+                assert await until(lambda: fake.held == 1 or slow.done()), "it never reached its LLM"
+                assert not slow.done(), await slow
                 status, retry_after, body = await _http(server.http_base, "busy-key", "second")
                 assert status == 429 and retry_after == "1", (status, retry_after, body)
                 assert "in progress" in json.loads(body)["message"]
                 code, details = await _grpc(server.grpc_target, "busy-key", "third")
                 assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "in progress" in details
                 assert (await _http(server.http_base, "other-key", "meanwhile"))[0] == 200
+                fake.release()
                 assert await slow == (grpc.StatusCode.OK, "")
                 # 10 tokens spent of 30; a chat spending 40 crosses the budget mid-way...
                 fake.enqueue(Reply.answer("expensive", usage=(30, 10)))

@@ -13,6 +13,8 @@ from tests.support.fake_thread import FakeInThread
 from tests.support.runtime import SLY_MARKER
 from tests.support.servers import start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 API_KEY = "sk-LOGSECRET-api-key-0123456789"
 LLM_KEY = "sk-LOGSECRET-llm-key-0123456789"
 

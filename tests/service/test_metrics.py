@@ -24,6 +24,7 @@ def _scrape(port: int) -> dict[str, float]:
     return values
 
 
+@pytest.mark.slow
 def test_metrics_move_with_requests() -> None:
     port = free_port()
     args = ["--metrics-port", str(port)]

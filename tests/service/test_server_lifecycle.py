@@ -13,6 +13,7 @@ from tests.fakes.fake_llm import Reply
 from tests.support import grpc_calls as calls
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+from tests.support.waits import wait_until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -40,10 +41,7 @@ def test_concurrency_cap_refuses_at_once() -> None:
         with start_server(env=env) as server:
             results: list[object] = []
             thread = _chat_in_thread(server.grpc_target, results)
-            deadline = time.monotonic() + 10
-            while fake.held == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert fake.held == 1
+            assert wait_until(lambda: fake.held == 1), "the first chat never reached its LLM"
             with grpc.insecure_channel(server.grpc_target) as channel:
                 with pytest.raises(grpc.RpcError) as info:
                     calls.streaming_chat(channel, "echo", calls.chat_request("second"))
@@ -67,10 +65,7 @@ def test_sigterm_drains_in_flight_chats_and_refuses_new_ones() -> None:
         with start_server(env=override_env(fake)) as server:
             results: list[object] = []
             thread = _chat_in_thread(server.grpc_target, results)
-            deadline = time.monotonic() + 10
-            while fake.held == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert fake.held == 1
+            assert wait_until(lambda: fake.held == 1), "the chat never reached its LLM"
             with grpc.insecure_channel(server.grpc_target) as channel:
                 health = health_pb2_grpc.HealthStub(channel)
                 server.process.send_signal(15)

@@ -4,47 +4,19 @@ and the fall-back to per-replica limits when Redis goes away."""
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
 from tests.support import grpc_calls as calls
-from tests.support.servers import ServerProcess, free_port, start_server
+from tests.support.cluster import RedisProcess
+from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import until
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    shutil.which("redis-server") is None, reason="redis-server is not installed (make test installs it)"
-)]
+pytestmark = pytest.mark.slow  # redis-server and two servers (conftest's redis skips without it)
 
 KEYS = {"keys": [{"name": "limited", "key": "limited-key", "limits": {"chats": 3, "period_seconds": 3600}}]}
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    try:
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(5)
 
 
 def _chat(server: ServerProcess) -> grpc.StatusCode:
@@ -61,20 +33,18 @@ def _chat(server: ServerProcess) -> grpc.StatusCode:
 # (without the server reading it for limits, the 4th chat would pass: 3 is per replica).
 @pytest.mark.parametrize("variable", ["AGENT_LIMITS_REDIS_URL", "AGENT_REDIS_URL"])
 def test_two_replicas_share_a_key_s_limit_and_survive_a_redis_outage(
-    redis_server: tuple[subprocess.Popen[bytes], int], tmp_path: Path, variable: str
+    redis: RedisProcess, tmp_path: Path, variable: str
 ) -> None:
-    process, port = redis_server
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps(KEYS))
-    env = {"AGENT_API_KEYS_FILE": str(keys), variable: f"redis://127.0.0.1:{port}/0"}
+    env = {"AGENT_API_KEYS_FILE": str(keys), variable: redis.url}
     with start_server(env=env) as a, start_server(env=env) as b:
         # 3 chats per hour for the key, across both replicas.
         assert [_chat(a), _chat(b), _chat(a)] == [grpc.StatusCode.OK] * 3
         assert _chat(b) == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert _chat(a) == grpc.StatusCode.RESOURCE_EXHAUSTED
         # Redis goes away mid-test: each replica falls back to its own limits.
-        process.kill()
-        process.wait(5)
+        redis.stop()
         assert _chat(a) == grpc.StatusCode.OK
         assert _chat(b) == grpc.StatusCode.OK
         for replica in (a, b):
@@ -82,27 +52,26 @@ def test_two_replicas_share_a_key_s_limit_and_survive_a_redis_outage(
         assert [_chat(a) for _ in range(3)][-1] == grpc.StatusCode.RESOURCE_EXHAUSTED  # a's own bucket
 
 
-def test_token_budgets_are_shared_through_redis(redis_server: tuple[subprocess.Popen[bytes], int]) -> None:
+def test_token_budgets_are_shared_through_redis(redis: RedisProcess) -> None:
     import asyncio
 
     from neuro_san.core.rate_limits import CallerLimits, RateLimiter
     from neuro_san.core.token_budgets import TokenBudgetExhausted, TokenLedger
     from neuro_san.service.limits_gate import LocalGate, RedisGate
 
-    _, port = redis_server
     limits = CallerLimits(tokens_per_hour=50)
 
     async def scenario() -> None:
-        url = f"redis://127.0.0.1:{port}/0"
-        one, two = (RedisGate(url, LocalGate(RateLimiter(), TokenLedger())) for _ in range(2))
+        one, two = (RedisGate(redis.url, LocalGate(RateLimiter(), TokenLedger())) for _ in range(2))
         try:
             async with one.chat("key:k", limits) as on_usage:
                 on_usage(30)
-            await asyncio.sleep(0.2)  # the INCRBY is sent in the background
+            # The INCRBY is sent in the background: wait until the gate has sent it.
+            assert await until(lambda: not one._pending)
             with pytest.raises(TokenBudgetExhausted, match="was crossed during this chat"):
                 async with two.chat("key:k", limits) as on_usage:  # the other replica sees the 30
                     on_usage(30)
-            await asyncio.sleep(0.2)
+            assert await until(lambda: not two._pending)
             spent = r"hourly LLM token budget \(50 tokens\) is spent; it resets at"
             with pytest.raises(TokenBudgetExhausted, match=spent):
                 async with one.chat("key:k", limits):

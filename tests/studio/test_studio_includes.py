@@ -118,6 +118,7 @@ def test_manifest_include_missing_is_an_error_of_the_manifest(
     assert registry.networks() == {}
 
 
+@pytest.mark.slow  # starts neuro-san serve
 def test_server_serving_no_network_says_so(tmp_path: Path) -> None:
     manifest = tmp_path / "manifest.hocon"
     manifest.write_text('{include "nowhere/manifest.hocon"}\n')

@@ -42,7 +42,8 @@ from tests.support.fake_thread import FakeInThread
 from tests.support.servers import free_port
 
 STUDIO = os.environ.get("NEURO_SAN_STUDIO_PYTHON", "")
-pytestmark = pytest.mark.skipif(not STUDIO, reason="set NEURO_SAN_STUDIO_PYTHON to compare with neuro-san 0.7.12")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not STUDIO, reason="set NEURO_SAN_STUDIO_PYTHON to compare with neuro-san 0.7.12")]
 
 #: Networks refused here that neuro-san serves, with the reason (docs/compatibility.md).
 _MEM0 = "the mem0 memory backend is refused without the mem0ai package or MEM0_API_KEY (neuro-san fails at chat time)"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.servers import ServerProcess, free_port, launch
+from tests.support.waits import wait_for_port
 
 SERVED_BY = "X-Served-By"
 
@@ -28,14 +28,8 @@ def tools_missing() -> str | None:
 
 
 def _wait_port(port: int, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+    if not wait_for_port(port, within):
+        raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 
 class RedisProcess:

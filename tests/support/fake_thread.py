@@ -44,6 +44,10 @@ class Rig:
     fake: FakeLlmServer
     server: ServerProcess
 
+    def __iter__(self) -> Iterator[Any]:
+        """``fake, server = rig``."""
+        return iter((self.fake, self.server))
+
 
 @contextmanager
 def fake_backed_server(http: bool = True, **llm_config: Any) -> Iterator[Rig]:

@@ -12,7 +12,6 @@ fake's requests can be grouped per chat), and the server's resident memory.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -35,7 +34,9 @@ from google.protobuf import json_format
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from tests.fakes.fake_llm import RecordedRequest, Reply, Rule
+from tests.support import waits
 from tests.support.servers import ROOT
+from tests.support.waits import STEP
 
 QUALIFIED_CHAT = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
 #: The message ``service/errors.py`` gives for an exception it did not expect: a bug.
@@ -229,22 +230,12 @@ def fixed_rule(reply: Reply) -> Rule:
     return lambda _request: reply
 
 
-def wait_until(predicate: Callable[[], bool], within: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return predicate()
-        time.sleep(step)
-    return True
+def wait_until(predicate: Callable[[], bool], within: float, step: float = STEP) -> bool:
+    return waits.wait_until(predicate, within, step)
 
 
-async def async_wait_until(predicate: Callable[[], bool], within: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return predicate()
-        await asyncio.sleep(step)
-    return True
+async def async_wait_until(predicate: Callable[[], bool], within: float, step: float = STEP) -> bool:
+    return await waits.until(predicate, within, step)
 
 
 def rss_kib(pid: int) -> int:

@@ -103,7 +103,7 @@ class McpTestServer:
         async def slow(seconds: float) -> str:
             self.slow_started.set()
             try:
-                await asyncio.sleep(seconds)
+                await asyncio.sleep(seconds)  # the behaviour: a slow tool
             except asyncio.CancelledError:
                 self.slow_cancelled.set()
                 raise

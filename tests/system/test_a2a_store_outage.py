@@ -20,7 +20,6 @@ import asyncio
 import json
 import os
 import signal
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -40,6 +39,7 @@ from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.gateway.a2a.test_a2a_grpc import grpc_client
 from tests.support.cluster import Cluster, cluster, tools_missing
 from tests.support.fake_thread import FakeInThread
+from tests.support.waits import until
 from tests.system.test_scale_out import client_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))]
@@ -74,7 +74,7 @@ class Rig:
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+def one_replica(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     folder: Path = tmp_path_factory.mktemp("outage")
     with FakeInThread() as fake:
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config(max_attempts=1)),
@@ -224,8 +224,8 @@ class GrpcWire:
 
 
 @asynccontextmanager
-async def wire(binding: str, rig: Rig) -> AsyncIterator[Wire]:
-    replica = rig.running.replicas[0]
+async def wire(binding: str, one_replica: Rig) -> AsyncIterator[Wire]:
+    replica = one_replica.running.replicas[0]
     if binding == "GRPC":
         async with grpc.aio.insecure_channel(replica.grpc_target) as channel:
             yield GrpcWire(a2a_pb2_grpc.A2AServiceStub(channel))
@@ -235,9 +235,9 @@ async def wire(binding: str, rig: Rig) -> AsyncIterator[Wire]:
 
 
 @asynccontextmanager
-async def sdk_client(binding: str, rig: Rig) -> AsyncIterator[Client]:
+async def sdk_client(binding: str, one_replica: Rig) -> AsyncIterator[Client]:
     """The official a2a-sdk client of the echo network over ``binding``."""
-    base = rig.running.replicas[0].http_base
+    base = one_replica.running.replicas[0].http_base
     if binding == "GRPC":
         async with grpc_client(f"{base}/a2a/echo") as client:
             yield client
@@ -246,55 +246,48 @@ async def sdk_client(binding: str, rig: Rig) -> AsyncIterator[Client]:
             yield client
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WITHIN
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
-
-
 @asynccontextmanager
-async def redis_paused(rig: Rig) -> AsyncIterator[None]:
+async def redis_paused(one_replica: Rig) -> AsyncIterator[None]:
     """Redis silent (SIGSTOP) for the block: commands time out as on a dead network."""
-    os.kill(rig.pid, signal.SIGSTOP)
+    os.kill(one_replica.pid, signal.SIGSTOP)
     try:
         yield
     finally:
-        os.kill(rig.pid, signal.SIGCONT)
+        os.kill(one_replica.pid, signal.SIGCONT)
 
 
 @asynccontextmanager
-async def redis_stopped(rig: Rig) -> AsyncIterator[None]:
+async def redis_stopped(one_replica: Rig) -> AsyncIterator[None]:
     """Redis killed for the block (connections refused), then started again, empty."""
-    rig.running.redis.stop()
+    one_replica.running.redis.stop()
     try:
         yield
     finally:
-        rig.running.redis.start()
+        one_replica.running.redis.start()
 
 
-async def _mid_call(rig: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], held: bool = False,
+async def _mid_call(one_replica: Rig, call: Callable[[], Awaitable[tuple[Any, ...]]], held: bool = False,
                     outage: Callable[[Rig], Any] = redis_paused) -> tuple[Any, ...]:
     """``call``'s answer with Redis away after its start (while its LLM call is held, if
     ``held``: then released, so the task's saves fail)."""
     if not held:
-        async with outage(rig):
+        async with outage(one_replica):
             return await asyncio.wait_for(call(), WITHIN)
-    rig.fake.enqueue(Reply.hold())
+    one_replica.fake.enqueue(Reply.hold())
     pending = asyncio.ensure_future(call())
     try:
-        await _until(lambda: rig.fake.held == 1)
-        async with outage(rig):
-            rig.fake.release()
+        assert await until(lambda: one_replica.fake.held == 1, WITHIN), "the LLM call never started"
+        async with outage(one_replica):
+            one_replica.fake.release()
             return await asyncio.wait_for(pending, WITHIN)
     finally:
-        rig.fake.release()
+        one_replica.fake.release()
         pending.cancel()
 
 
-async def _served_again(binding: str, rig: Rig, earlier: str = "") -> a2a_pb2.Task:
+async def _served_again(binding: str, one_replica: Rig, earlier: str = "") -> a2a_pb2.Task:
     """Redis is back: the SDK client's calls work (a task sent and read); the ``earlier`` task, read."""
-    async with sdk_client(binding, rig) as client:
+    async with sdk_client(binding, one_replica) as client:
         events = [e async for e in client.send_message(SendMessageRequest(message=user_message("back again")))]
         task = events[-1].task
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
@@ -302,8 +295,8 @@ async def _served_again(binding: str, rig: Rig, earlier: str = "") -> a2a_pb2.Ta
         return await client.get_task(GetTaskRequest(id=earlier or task.id))
 
 
-def _logged_once_without_tracebacks(rig: Rig) -> None:
-    log = rig.log
+def _logged_once_without_tracebacks(one_replica: Rig) -> None:
+    log = one_replica.log
     assert "Traceback" not in log, log
     assert "never retrieved" not in log, log
     assert '"level": "ERROR"' not in log, log
@@ -312,11 +305,13 @@ def _logged_once_without_tracebacks(rig: Rig) -> None:
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_a_call_meeting_a_redis_outage_is_answered_as_one_finding_it_at_its_start(rig: Rig, binding: str) -> None:
+def test_a_call_meeting_a_redis_outage_is_answered_as_one_finding_it_at_its_start(
+    one_replica: Rig, binding: str,
+) -> None:
     expected = UNAVAILABLE[binding]
 
     async def scenario() -> None:
-        async with wire(binding, rig) as calls:
+        async with wire(binding, one_replica) as calls:
             done = await calls.send("before the outage")
             assert done[0] == "ok", done
             task_id = str(done[1])
@@ -324,15 +319,15 @@ def test_a_call_meeting_a_redis_outage_is_answered_as_one_finding_it_at_its_star
                                      ("GetTask", lambda: calls.get(task_id), False),
                                      ("ListTasks", calls.list_tasks, False),
                                      ("CancelTask", lambda: calls.cancel(task_id), False)):
-                assert await _mid_call(rig, call, held) == expected, name
-                async with redis_paused(rig):  # now found at the start of the call: the same answer
+                assert await _mid_call(one_replica, call, held) == expected, name
+                async with redis_paused(one_replica):  # now found at the start of the call: the same answer
                     assert await asyncio.wait_for(call(), WITHIN) == expected, name
                 assert (await calls.get(task_id))[0] == "ok"  # Redis is back
-        earlier = await _served_again(binding, rig, task_id)
+        earlier = await _served_again(binding, one_replica, task_id)
         assert earlier.status.state == TaskState.TASK_STATE_COMPLETED
 
     asyncio.run(scenario())
-    _logged_once_without_tracebacks(rig)
+    _logged_once_without_tracebacks(one_replica)
 
 
 def _sse_error(binding: str, end: tuple[Any, ...]) -> tuple[str, Any]:
@@ -346,23 +341,24 @@ def _sse_error(binding: str, end: tuple[Any, ...]) -> tuple[str, Any]:
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(rig: Rig, binding: str) -> None:
+def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(one_replica: Rig, binding: str) -> None:
     async def scenario() -> tuple[Any, ...]:
         """The stream's end; its task, whose saves failed, is failed with the reason once Redis
         is back (the a2a-sdk ended its run: left ``working``, it would never end)."""
-        async with wire(binding, rig) as calls:
+        async with wire(binding, one_replica) as calls:
             seen: list[str] = []
-            rig.fake.enqueue(Reply.hold())
+            one_replica.fake.enqueue(Reply.hold())
             pending = asyncio.ensure_future(calls.stream("stream through an outage", seen))
             try:
-                await _until(lambda: rig.fake.held == 1 and len(seen) >= 2)  # the task, then working
-                async with redis_paused(rig):
-                    rig.fake.release()
+                # The task, then working.
+                assert await until(lambda: one_replica.fake.held == 1 and len(seen) >= 2, WITHIN), seen
+                async with redis_paused(one_replica):
+                    one_replica.fake.release()
                     task_id, end = await asyncio.wait_for(pending, WITHIN)
             finally:
-                rig.fake.release()
+                one_replica.fake.release()
                 pending.cancel()
-        lost = await _served_again(binding, rig, task_id)
+        lost = await _served_again(binding, one_replica, task_id)
         assert lost.status.state == TaskState.TASK_STATE_FAILED
         assert "(Redis) was unreachable while this task ran" in lost.status.message.parts[0].text
         return end
@@ -375,21 +371,21 @@ def test_a_stream_meeting_a_redis_outage_ends_with_the_binding_s_unavailable(rig
     else:  # the a2a-sdk's shape of an HTTP+JSON stream's error: the HTTP status as the code
         assert _sse_error(binding, end) == ("error", {"code": 503, "status": "UNAVAILABLE",
                                                       "message": STATE_UNAVAILABLE})
-    _logged_once_without_tracebacks(rig)
+    _logged_once_without_tracebacks(one_replica)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_redis_stopped_during_a_call_is_answered_the_same_and_a_restarted_redis_serves(
-    rig: Rig, binding: str,
+    one_replica: Rig, binding: str,
 ) -> None:
     """Killed rather than paused: the commands are refused, not timed out; then Redis starts
     again, empty (no persistence)."""
     async def scenario() -> None:
-        async with wire(binding, rig) as calls:
+        async with wire(binding, one_replica) as calls:
             assert (await calls.send("before the outage"))[0] == "ok"
-            assert await _mid_call(rig, lambda: calls.send("held"), held=True, outage=redis_stopped) == \
+            assert await _mid_call(one_replica, lambda: calls.send("held"), held=True, outage=redis_stopped) == \
                 UNAVAILABLE[binding]
-        await _served_again(binding, rig)
+        await _served_again(binding, one_replica)
 
     asyncio.run(scenario())
-    _logged_once_without_tracebacks(rig)
+    _logged_once_without_tracebacks(one_replica)

@@ -49,9 +49,9 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
         assert scenarios["S9"][transport]["deltas"] > 0 and scenarios["S9"][transport]["failed"] == 0, transport
     assert scenarios["S9"]["burst"]["completed"] == scenarios["S9"]["burst"]["chats"]
     assert scenarios["S9"]["relay"]["deltas"] > 0 and scenarios["S9"]["relay"]["failed"] == 0  # the token floor
-    for frontend in ("rest", "mcp", "a2a", "openai", "agui"):  # every front-end this server serves answered
+    for frontend in ("rest", "rest_tokens", "mcp", "a2a", "openai", "agui"):  # every front-end served answered
         row = scenarios["S10"][frontend]
-        assert frontend not in ("rest", "mcp", "a2a") or not row.get("absent"), frontend
+        assert frontend not in ("rest", "rest_tokens", "mcp", "a2a", "agui") or not row.get("absent"), frontend
         assert row.get("absent") or (row["completed"] > 0 and row["failed"] == 0), (frontend, row)
     assert scenarios["startup"]["first_chat_ok"]
     assert "S1 echo, 1 client, HTTP" in completed.stdout

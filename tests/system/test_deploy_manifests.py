@@ -16,7 +16,6 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.servers import ROOT, ServerProcess, free_port, start_server
+from tests.support.servers import ROOT, ServerProcess, free_port
 
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
@@ -140,12 +139,7 @@ def test_probes_hit_paths_and_ports_the_gateway_serves() -> None:
         assert _container_port(container, probe["httpGet"]["port"]) == http_port, name
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
-
-
+@pytest.mark.slow
 def test_the_probe_paths_answer_on_a_real_server(server: ServerProcess) -> None:
     import urllib.request
 
@@ -285,6 +279,7 @@ def test_dockerfile_copies_only_files_that_exist_and_are_not_ignored() -> None:
             assert source.split("/")[0] not in ignored, source
 
 
+@pytest.mark.slow
 def test_healthcheck_script_is_ready_only_when_readyz_is(server: ServerProcess) -> None:
     def run(port: int) -> int:
         env = {**os.environ, "AGENT_HTTP_PORT": str(port)}

@@ -7,26 +7,19 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 
 import grpc
 import pytest
 
-from neuro_san.core.errors import ECHO_LIMIT, clip, echo
+from neuro_san.core.errors import ECHO_LIMIT
 from tests.support import grpc_calls as calls
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 
 NAME = "x" * 7000
 #: Room for the message around one cut value (and its repetition in details).
 BUDGET = 4 * ECHO_LIMIT + 400
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
 
 
 def _post(url: str, body: object | None, headers: dict[str, str]) -> tuple[int, bytes]:
@@ -37,12 +30,6 @@ def _post(url: str, body: object | None, headers: dict[str, str]) -> tuple[int, 
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-
-
-def test_the_helpers_cut_long_values_and_keep_short_ones() -> None:
-    assert clip("calc") == "calc" and echo("calc") == "'calc'"
-    assert clip(NAME) == "x" * ECHO_LIMIT + "… (7000 characters)"
-    assert echo(NAME) == repr("x" * ECHO_LIMIT) + "… (7000 characters)"
 
 
 def test_grpc_answers_not_found_with_a_small_trailer(server: ServerProcess) -> None:

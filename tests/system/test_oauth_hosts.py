@@ -11,7 +11,6 @@ import http.client
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,7 +30,6 @@ from tests.support.oauth import (
     base_env,
     call_math,
     fetch,
-    oauth_rig,
     segment,
     unavailable,
 )
@@ -40,40 +38,34 @@ from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))]
 
 
-@pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    with oauth_rig(Path(tmp_path_factory.mktemp("oauth-hosts"))) as made:
-        yield made
-
-
-def test_a2a_cards_need_no_credentials_and_declare_oauth2_but_private_ones_stay_hidden(rig: Rig) -> None:
-    status, _, card = fetch(rig, "GET", "/a2a/math_guy/.well-known/agent-card.json")
+def test_a2a_cards_need_no_credentials_and_declare_oauth2_but_private_ones_stay_hidden(oauth: Rig) -> None:
+    status, _, card = fetch(oauth, "GET", "/a2a/math_guy/.well-known/agent-card.json")
     assert status == 200, card
     oauth2 = card["securitySchemes"]["oauth2"]["oauth2SecurityScheme"]
-    assert oauth2["oauth2MetadataUrl"].startswith(rig.authority.issuer + "/.well-known/")
+    assert oauth2["oauth2MetadataUrl"].startswith(oauth.authority.issuer + "/.well-known/")
     flow = oauth2["flows"]["authorizationCode"]
-    assert flow["authorizationUrl"].startswith(rig.authority.issuer) and flow["pkceRequired"] is True
-    assert "agent:*" in flow["scopes"] and flow["tokenUrl"].startswith(rig.authority.issuer)
+    assert flow["authorizationUrl"].startswith(oauth.authority.issuer) and flow["pkceRequired"] is True
+    assert "agent:*" in flow["scopes"] and flow["tokenUrl"].startswith(oauth.authority.issuer)
     assert "bearer" in card["securitySchemes"]  # the API keys, the other way in
     assert {"schemes": {"oauth2": {"list": ["agent:*"]}}} in card["securityRequirements"]
     # A private network's card is not there without credentials naming it; with them it is.
-    assert fetch(rig, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json")[0] == 404
-    deep = rig.token("agent:* agent:deep/*")
-    assert fetch(rig, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json", token=deep)[0] == 200
-    status, _, directory = fetch(rig, "GET", "/.well-known/agent-card.json")
+    assert fetch(oauth, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json")[0] == 404
+    deep = oauth.token("agent:* agent:deep/*")
+    assert fetch(oauth, "GET", "/a2a/deep/math_guy/.well-known/agent-card.json", token=deep)[0] == 200
+    status, _, directory = fetch(oauth, "GET", "/.well-known/agent-card.json")
     assert status == 200 and "deep/math_guy" not in {skill["id"] for skill in directory["skills"]}
     # Everything else stays authenticated.
-    assert fetch(rig, "GET", "/api/v1/math_guy/function")[0] == 401
+    assert fetch(oauth, "GET", "/api/v1/math_guy/function")[0] == 401
 
 
-def test_the_token_never_reaches_the_llm(rig: Rig) -> None:
+def test_the_token_never_reaches_the_llm(oauth: Rig) -> None:
     """A network behind a fake LLM, called with a token (and user_id forwarded as usual): the
     LLM's requests carry neither the token nor any part of it."""
     port = free_port()
     audience = f"http://127.0.0.1:{port}"
-    env = {"AGENT_OAUTH_ISSUER": rig.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
+    env = {"AGENT_OAUTH_ISSUER": oauth.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
     with FakeInThread() as fake, start_server(env={**override_env(fake), **env}, http=True, http_port=port) as server:
-        token = rig.authority.token(audience)
+        token = oauth.authority.token(audience)
         connection = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "echo", "arguments": {"user_message": {"text": "hello"}}, "_meta": META}}
@@ -91,34 +83,34 @@ def test_the_token_never_reaches_the_llm(rig: Rig) -> None:
             assert token not in seen and signature not in seen
 
 
-def test_the_standalone_gateway_publishes_the_metadata_and_the_service_checks_the_tokens(rig: Rig) -> None:
+def test_the_standalone_gateway_publishes_the_metadata_and_the_service_checks_the_tokens(oauth: Rig) -> None:
     """``neuro-san gateway`` in front of a gRPC-only server, both with the same settings: the
     HTTP pieces come from the gateway, the validation from the service behind it."""
     port = free_port()
     audience = f"http://127.0.0.1:{port}"
-    env = {"AGENT_OAUTH_ISSUER": rig.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
+    env = {"AGENT_OAUTH_ISSUER": oauth.authority.issuer, "AGENT_OAUTH_AUDIENCE": audience}
     with start_server(env=env) as backend:
         command = [sys.executable, "-m", "neuro_san.cli.main", "gateway", "--target", backend.grpc_target,
                    "--port", str(port)]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
                                    env={**base_env(), **env})
         try:
-            gateway = Rig(rig.authority, ServerProcess(process, 0, port), audience)
+            gateway = Rig(oauth.authority, ServerProcess(process, 0, port), audience)
             assert load.wait_until(lambda: _answers(gateway), within=20)
             status, _, document = fetch(gateway, "GET", "/.well-known/oauth-protected-resource/mcp")
             assert status == 200 and document["resource"] == audience + "/mcp"
             status, headers, _ = call_math(gateway, "a.b.c")
             assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
-            status, _, reply = call_math(gateway, rig.authority.token(audience))
+            status, _, reply = call_math(gateway, oauth.authority.token(audience))
             assert status == 200 and reply["result"]["content"][0]["text"] == "The answer is 42.", reply
         finally:
             process.terminate()
             process.wait(15)
 
 
-def _answers(rig: Rig) -> bool:
+def _answers(oauth: Rig) -> bool:
     try:
-        return fetch(rig, "GET", "/healthz")[0] == 200
+        return fetch(oauth, "GET", "/healthz")[0] == 200
     except OSError:
         return False
 
@@ -147,7 +139,7 @@ class _Memory:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_the_sdk_clients_own_oauth_flow_completes_and_calls_a_tool(rig: Rig, mode: str) -> None:
+def test_the_sdk_clients_own_oauth_flow_completes_and_calls_a_tool(oauth: Rig, mode: str) -> None:
     redirect_uri = "http://localhost:3030/callback"
     codes: asyncio.Queue[AuthorizationCodeResult] = asyncio.Queue()
 
@@ -172,14 +164,14 @@ def test_the_sdk_clients_own_oauth_flow_completes_and_calls_a_tool(rig: Rig, mod
 
     async def scenario() -> None:
         auth = OAuthClientProvider(
-            server_url=f"{rig.server.http_base}/mcp",
+            server_url=f"{oauth.server.http_base}/mcp",
             client_metadata=OAuthClientMetadata(client_name="sdk test", redirect_uris=[redirect_uri],
                                                 grant_types=["authorization_code", "refresh_token"],
                                                 response_types=["code"], token_endpoint_auth_method="none"),
             storage=_Memory(), redirect_handler=authorize, callback_handler=callback,
         )
         async with httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30, read=60)) as client_http:
-            transport = streamable_http_client(f"{rig.server.http_base}/mcp", http_client=client_http)
+            transport = streamable_http_client(f"{oauth.server.http_base}/mcp", http_client=client_http)
             async with Client(transport, mode=mode) as client:
                 assert client.protocol_version == (MODERN if mode == "auto" else "2025-11-25")
                 assert "math_guy" in {tool.name for tool in (await client.list_tools()).tools}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -21,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import load
-from tests.support.fake_thread import Rig, fake_backed_server
+from tests.support.fake_thread import Rig
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -33,12 +32,6 @@ FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    with fake_backed_server() as running:
-        yield running
 
 
 class Http:

@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -24,7 +23,7 @@ from neuro_san.runtime.history import MAX_HISTORY_CHARS, MAX_HISTORY_MESSAGES
 from neuro_san.wire.convert import MAX_CONTEXT_ENTRIES
 from tests.fakes.fake_llm import FakeLlmServer
 from tests.support import load
-from tests.support.fake_thread import FakeInThread, Rig, fake_backed_server, override_env
+from tests.support.fake_thread import FakeInThread, Rig, override_env
 from tests.support.servers import ServerProcess, start_server
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
@@ -32,12 +31,6 @@ pytestmark = pytest.mark.slow
 
 FRONT = [{"tool": "echoer", "instantiation_index": 1}]
 _numbers = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    with fake_backed_server() as running:
-        yield running
 
 
 def message(kind: str, text: str, origin: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -52,7 +52,7 @@ async def _abandoned_chat(
                 pass
 
         reader = asyncio.create_task(read())
-        await asyncio.sleep(delay)
+        await asyncio.sleep(delay)  # the behaviour under test: a client that leaves at a random moment
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
             await reader
@@ -67,7 +67,7 @@ async def _abandoned_chat(
                 pass
 
     poster = asyncio.create_task(post())
-    await asyncio.sleep(delay)
+    await asyncio.sleep(delay)  # the behaviour under test: a client that leaves at a random moment
     poster.cancel()  # aiohttp closes the connection: the gateway must cancel the gRPC call
     with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
         await poster

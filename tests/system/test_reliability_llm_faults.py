@@ -20,7 +20,7 @@ import pytest
 
 from tests.fakes.fake_llm import Reply
 from tests.support import load
-from tests.support.fake_thread import Rig, fake_backed_server
+from tests.support.fake_thread import Rig
 from tests.support.servers import ServerProcess
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
@@ -40,11 +40,7 @@ def unique(label: str) -> str:
     return f"{label}-{next(_texts)}-{time.monotonic_ns()}"
 
 
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    with fake_backed_server(max_attempts=MAX_ATTEMPTS, request_timeout=ATTEMPT_TIMEOUT) as running:
-        yield running
-        assert load.UNEXPECTED.split(";")[0] not in running.server.log(), running.server.log()
+RIG_LLM_CONFIG = {"max_attempts": MAX_ATTEMPTS, "request_timeout": ATTEMPT_TIMEOUT}  # for conftest's rig
 
 
 @pytest.fixture(autouse=True)

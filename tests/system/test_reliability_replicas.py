@@ -25,6 +25,7 @@ from tests.fakes.fake_llm import FakeLlmServer, RecordedRequest, Reply
 from tests.support import load
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -108,11 +109,12 @@ class Timed:
     ended: float
 
 
-async def _load_until(cluster: Cluster, stop_at: float, results: list[Timed]) -> None:
+async def _load_until(cluster: Cluster, stop_at: list[float], results: list[Timed]) -> None:
+    """Chats from CLIENTS clients until ``stop_at[0]`` (which the caller may move)."""
     counter = iter(range(1_000_000))
 
     async def client(number: int, channel: grpc.aio.Channel, session: aiohttp.ClientSession) -> None:
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at[0]:
             text = f"slow-{number}-{next(counter)}"
             started = time.monotonic()
             try:
@@ -139,11 +141,14 @@ def test_kill_9_of_a_replica_fails_only_its_in_flight_chats(cluster: Cluster) ->
     results: list[Timed] = []
 
     async def scenario() -> float:
-        stop_at = time.monotonic() + 5.0
+        stop_at = [time.monotonic() + 60.0]  # a bound against hanging: moved once the kill is done
         load_task = asyncio.create_task(_load_until(cluster, stop_at, results))
-        await asyncio.sleep(2.0)
+        # Kill once the load is well under way: 20 chats answered (checked below).
+        assert await until(lambda: sum(r.outcome.ok for r in results) >= 20 or load_task.done(), 30)
+        assert not load_task.done(), load_task
         killed_at = time.monotonic()
         victim.process.kill()
+        stop_at[0] = killed_at + 3.0  # the behaviour under test: 3 s of load after the kill
         await asyncio.wait_for(load_task, 30)
         return killed_at
 

@@ -51,6 +51,7 @@ from tests.fakes.fake_llm import FakeLlmServer, RecordedRequest, Reply
 from tests.support import grpc_calls as calls
 from tests.support.cluster import SERVED_BY, Cluster, cluster, tools_missing
 from tests.support.fake_thread import FakeInThread
+from tests.support.waits import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(tools_missing() is not None, reason=str(tools_missing()))]
 
@@ -64,7 +65,7 @@ def _slow(request: RecordedRequest) -> Reply | None:
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, Cluster]]:
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, Cluster]]:
     folder: Path = tmp_path_factory.mktemp("cluster")
     with FakeInThread(rule=_slow) as fake:
         env = {"AGENT_LLM_OVERRIDE": json.dumps(fake.llm_config(max_attempts=1)),
@@ -92,15 +93,6 @@ async def client_for(
             await client.close()
 
 
-async def _until(condition: Any, within: float = 15.0) -> bool:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            return bool(condition())
-        await asyncio.sleep(0.05)
-    return True
-
-
 async def _collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
     return [event async for event in stream]
 
@@ -122,9 +114,9 @@ def _bases(running: Cluster) -> list[str]:
 
 
 def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    fake, running = rig
+    fake, running = replicas
     r0, r1, r2 = _bases(running)
     word = f"pineapple-{uuid.uuid4().hex[:6]}"
 
@@ -149,9 +141,9 @@ def test_an_a2a_task_is_read_and_its_conversation_continued_on_other_replicas(
 
 
 def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_runs(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    fake, running = rig
+    fake, running = replicas
     r0, r1, r2 = _bases(running)
 
     async def scenario() -> None:
@@ -162,27 +154,29 @@ def test_resubscribe_and_cancel_on_other_replicas_stop_the_llm_call_where_it_run
             stream = c0.send_message(SendMessageRequest(message=user_message("slow: take your time"),
                                                         configuration=hook))
             task_id = await task_id_once_working(stream)
-            assert await _until(lambda: fake.request_count > before_requests), "the LLM call never started"
-            tail = asyncio.create_task(_collect(c1.subscribe(SubscribeToTaskRequest(id=task_id))))
-            await asyncio.sleep(0.5)  # r1 tails the task's events
+            assert await until(lambda: fake.request_count > before_requests), "the LLM call never started"
+            subscription = c1.subscribe(SubscribeToTaskRequest(id=task_id))
+            # r1 has read the task (still working) once it sends it; its tail reads the task's
+            # event stream from the start, so the cancel below cannot come too early for it.
+            seen = [await asyncio.wait_for(anext(subscription), 15)]
             cancelled = await c2.cancel_task(CancelTaskRequest(id=task_id))
             assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-            seen = await asyncio.wait_for(tail, 15)
+            seen += await asyncio.wait_for(_collect(subscription), 15)
             assert seen[0].task.id == task_id
             assert seen[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
             await stream.aclose()  # type: ignore[attr-defined]
             # r0, running the chat, dropped its LLM connection (the fake's handler saw the client go).
-            assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
+            assert await until(lambda: fake.handlers_cancelled > before_cancelled)
             assert (await c2.get_task(GetTaskRequest(id=task_id))).status.state == TaskState.TASK_STATE_CANCELED
             # The webhook hears of it too, from r2 which wrote the cancel.
-            assert await _until(lambda: "TASK_STATE_CANCELED" in receiver.delivered_states())
+            assert await until(lambda: "TASK_STATE_CANCELED" in receiver.delivered_states())
         assert "cancelled from another replica" in running.replicas[0].log()
 
     asyncio.run(scenario())
 
 
-def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(rig: tuple[FakeLlmServer, Cluster]) -> None:
-    fake, running = rig
+def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(replicas: tuple[FakeLlmServer, Cluster]) -> None:
+    fake, running = replicas
     r0, r1, _ = _bases(running)
 
     async def scenario() -> None:
@@ -192,22 +186,22 @@ def test_an_mcp_cancellation_landing_on_another_replica_stops_the_call(rig: tupl
                 "params": {"name": "echo", "arguments": {"user_message": {"text": "slow mcp"}}}}
         async with aiohttp.ClientSession(headers=headers) as session:
             post = asyncio.create_task(session.post(f"{r0}/mcp", json=call))
-            assert await _until(lambda: fake.request_count > before_requests)
+            assert await until(lambda: fake.request_count > before_requests)
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41}}
             async with session.post(f"{r1}/mcp", json=cancel) as reply:
                 assert reply.status == 202
             response = await asyncio.wait_for(post, 15)
             body = await response.json()
             assert body["error"]["code"] == -32800 and body["id"] == 41
-        assert await _until(lambda: fake.handlers_cancelled > before_cancelled)
+        assert await until(lambda: fake.handlers_cancelled > before_cancelled)
 
     asyncio.run(scenario())
 
 
 def test_through_the_balancer_every_protocol_works_whichever_replica_answers(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    _, running = rig
+    _, running = replicas
     served: list[str] = []
 
     async def a2a() -> None:
@@ -236,8 +230,10 @@ def test_through_the_balancer_every_protocol_works_whichever_replica_answers(
         assert any("over gRPC" in r.response.text for r in replies)
 
 
-def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: tuple[FakeLlmServer, Cluster]) -> None:
-    _, running = rig
+def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(
+    replicas: tuple[FakeLlmServer, Cluster],
+) -> None:
+    _, running = replicas
     r0 = running.replicas[0].http_base
     message = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}
@@ -267,7 +263,7 @@ def test_with_redis_stopped_a2a_says_so_other_chats_go_on_and_it_recovers(rig: t
     assert "is back" in running.replicas[0].log()
 
 
-def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[FakeLlmServer, Cluster]) -> None:
+def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(replicas: tuple[FakeLlmServer, Cluster]) -> None:
     """Redis restarted without persistence has lost every replica's lease; each live replica
     writes its own back at its next beat (within a third of a lease). Meanwhile the others
     must not fail its tasks as a dead replica's. They did: a task started just after a
@@ -275,7 +271,7 @@ def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[Fake
     (the push test below runs just after this module's restart of Redis). Here the leases
     are deleted again and again for a quarter of a lease while a task runs on r0, and the
     task is read on r1 and r2 meanwhile."""
-    fake, running = rig
+    fake, running = replicas
     r0, r1, r2 = _bases(running)
 
     async def scenario() -> None:
@@ -283,19 +279,21 @@ def test_replicas_whose_leases_redis_lost_are_not_taken_for_dead(rig: tuple[Fake
         async with client_for(r0, True) as c0, client_for(r1, False) as c1, client_for(r2, False) as c2:
             stream = c0.send_message(SendMessageRequest(message=user_message("slow: outlive the leases")))
             task_id = await task_id_once_working(stream)
-            assert await _until(lambda: fake.request_count > before), "the LLM call never started"
+            assert await until(lambda: fake.request_count > before), "the LLM call never started"
             leases = aioredis.from_url(running.redis.url)
             seen: list[TaskState] = []
             try:
-                until = time.monotonic() + LEASE / 4
-                while time.monotonic() < until:
+                stop_at = time.monotonic() + LEASE / 4
+                while time.monotonic() < stop_at:
                     for key in await leases.keys(f"{REDIS_PREFIX}replica:*"):
                         await leases.delete(key)  # as a restart does; the owner writes its own back
                     for client in (c1, c2):  # reading a task looks whether its replica lives
                         seen.append((await client.get_task(GetTaskRequest(id=task_id))).status.state)
             finally:
                 await leases.aclose()
-            await asyncio.sleep(LEASE)  # the replicas' own reapers have looked too (every half lease)
+            # The behaviour under test, not an ordering: a whole lease passes, so the replicas'
+            # own reapers (every half lease) have looked too, and found the replica alive.
+            await asyncio.sleep(LEASE)
             seen.append((await c1.get_task(GetTaskRequest(id=task_id))).status.state)
             assert set(seen) == {TaskState.TASK_STATE_WORKING}, [TaskState.Name(s) for s in seen]
             cancelled = await c2.cancel_task(CancelTaskRequest(id=task_id))
@@ -345,9 +343,9 @@ class Receiver:
 
 
 def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
-    _, running = rig
+    _, running = replicas
     r0, r1, r2 = _bases(running)
 
     async def scenario() -> None:
@@ -358,7 +356,7 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
                 message=user_message("push me"), configuration=SendMessageConfiguration(
                     task_push_notification_config=hook)))]
             task = events[-1].task
-            assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), \
+            assert await until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), \
                 (TaskState.Name(task.status.state), receiver.summary())
             assert [p[0] for p in receiver.posts[:3]] == [503, 503, 200]  # retried after its 5xx
             assert {p[1].get("X-A2A-Notification-Token") for p in receiver.posts} == {"tok-1"}
@@ -383,11 +381,13 @@ def test_push_notifications_are_retried_kept_across_replicas_and_stop_on_delete(
                 message=user_message("push me again"), configuration=SendMessageConfiguration(
                     task_push_notification_config=hook)))]
             task = events[-1].task
-            assert await _until(lambda: len(failing.posts) >= 2)  # retrying
+            assert await until(lambda: len(failing.posts) >= 2)  # retrying
             await c1.delete_task_push_notification_config(
                 DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="doomed"))
             stopped_at = len(failing.posts)
-            await asyncio.sleep(3)  # longer than the next backoffs: nothing more arrives
+            # The behaviour under test: for longer than the next backoffs, nothing more arrives
+            # (an absence has no event to wait for).
+            await asyncio.sleep(3)
             assert len(failing.posts) <= stopped_at + 1  # at most the attempt already on its way
             listed = await c1.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=task.id))
@@ -414,7 +414,7 @@ class PausingReceiver(Receiver):
 
 
 def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifications(
-    rig: tuple[FakeLlmServer, Cluster],
+    replicas: tuple[FakeLlmServer, Cluster],
 ) -> None:
     """The sender re-reads the configurations (in Redis) before each attempt. A read that
     failed (Redis silent past its socket timeout) stopped the task's delivery for good: the
@@ -422,7 +422,7 @@ def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifi
     retried as a 5xx is, and the events behind it are sent. Redis is paused (not stopped:
     the configurations must survive) for longer than the client's socket timeout, after
     the task has ended and while its first notification waits for its answer."""
-    _, running = rig
+    _, running = replicas
     r0 = running.replicas[0].http_base
     assert running.redis.process is not None
     pid = running.redis.process.pid
@@ -438,7 +438,7 @@ def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifi
                 assert events[-1].task.status.state == TaskState.TASK_STATE_COMPLETED
                 receiver.release.set()  # every event of the task is queued on r0 by now
                 # The retries' backoffs (0.25 + 0.5 + 1 + 2 s) outlast the pause; each failed read took 1 s.
-                assert await _until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), receiver.summary()
+                assert await until(lambda: "TASK_STATE_COMPLETED" in receiver.delivered_states()), receiver.summary()
                 states = receiver.delivered_states()
                 assert states[0] == "TASK_STATE_SUBMITTED" and states[-1] == "TASK_STATE_COMPLETED"
             finally:
@@ -448,9 +448,11 @@ def test_a_redis_pause_during_push_retries_does_not_lose_the_task_s_later_notifi
     asyncio.run(scenario())
 
 
-def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tuple[FakeLlmServer, Cluster]) -> None:
+def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(
+    replicas: tuple[FakeLlmServer, Cluster],
+) -> None:
     """Last in this module: it kills a replica."""
-    fake, running = rig
+    fake, running = replicas
     victim = running.replicas[2]
     r0 = running.replicas[0].http_base
 
@@ -462,7 +464,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
             stream = doomed.send_message(SendMessageRequest(message=user_message("slow: never finishes"),
                                                             configuration=hook))
             task_id = await task_id_once_working(stream)
-            assert await _until(lambda: fake.request_count > before)
+            assert await until(lambda: fake.request_count > before)
             os.kill(victim.process.pid, signal.SIGKILL)
             victim.process.wait(5)
             with_reason = None
@@ -476,7 +478,7 @@ def test_a_replica_killed_mid_task_leaves_it_failed_and_the_others_serve(rig: tu
                 await asyncio.sleep(0.2)
             assert with_reason is not None, "the dead replica's task never ended"
             assert "stopped before it ended" in with_reason.status.message.parts[0].text
-            assert await _until(lambda: "TASK_STATE_FAILED" in receiver.delivered_states())  # told by a survivor
+            assert await until(lambda: "TASK_STATE_FAILED" in receiver.delivered_states())  # told by a survivor
         # The balancer and the other replicas go on.
         async with client_for(running.http_base, False) as client:
             for _ in range(3):

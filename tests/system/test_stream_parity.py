@@ -25,7 +25,10 @@ from tests.support.parity_llm import planned_reply
 from tests.support.servers import start_server
 
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
-pytestmark = pytest.mark.skipif(not UPSTREAM, reason="set NEURO_SAN_UPSTREAM_PYTHON to compare with neuro-san 0.7.15")
+pytestmark = [
+    pytest.mark.slow,  # starts servers (ours and upstream) when opted in
+    pytest.mark.skipif(not UPSTREAM, reason="set NEURO_SAN_UPSTREAM_PYTHON to compare with neuro-san 0.7.15"),
+]
 
 
 @dataclass

@@ -20,6 +20,8 @@ from tests.support.parity import PARITY, maximal_chat, origin_of
 from tests.support.parity_llm import planned_reply
 from tests.support.servers import start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 REPORT_KEYS = {
     "total_tokens", "prompt_tokens", "completion_tokens", "successful_requests",
     "empty_responses", "total_cost", "time_taken_in_seconds", "caveats",
@@ -40,7 +42,7 @@ class Rig:
 
 
 @pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
+def shapes() -> Iterator[Rig]:
     with FakeInThread(rule=planned_reply) as fake:
         env = {"AGENT_TOOL_PATH": str(PARITY / "coded_tools"), "OPENAI_API_BASE": fake.openai_base}
         env["OPENAI_API_KEY"] = "sk-shapes"
@@ -59,16 +61,16 @@ def _reports(messages: list[dict[str, Any]], origin: str) -> list[dict[str, Any]
     return [m["structure"] for m in _at(messages, origin, "AGENT", "") if "total_tokens" in m.get("structure", {})]
 
 
-def test_every_message_carries_text(rig: Rig) -> None:
-    messages, _ = rig.chat("parity_progress", "run", sly_data={"customer": "ann"})
+def test_every_message_carries_text(shapes: Rig) -> None:
+    messages, _ = shapes.chat("parity_progress", "run", sly_data={"customer": "ann"})
     assert all("text" in m for m in messages)
     progress = _at(messages, "runner#1.worker#1", "AGENT_PROGRESS")
     assert [(m["text"], m["structure"]["progress"]) for m in progress] == [("", 0.0), ("", 0.5), ("", 1.0)]
     assert messages[-1]["sly_data"] == {"job_result": "2 steps for ann", "shown_as": "visible under another name"}
 
 
-def test_usage_reports_count_the_agents_below_and_nest_models(rig: Rig) -> None:
-    messages, requests = rig.chat("parity_nested", "go")
+def test_usage_reports_count_the_agents_below_and_nest_models(shapes: Rig) -> None:
+    messages, requests = shapes.chat("parity_nested", "go")
     bottom, middle = _reports(messages, "top#1.middle#1.bottom#1"), _reports(messages, "top#1.middle#1")
     assert len(bottom) == len(middle) == 1
     for report in (bottom[0], middle[0]):
@@ -89,15 +91,15 @@ def test_usage_reports_count_the_agents_below_and_nest_models(rig: Rig) -> None:
     assert [m["type"] for m in messages[-3:]] == ["AGENT", "AGENT", "AGENT_FRAMEWORK"]
 
 
-def test_parallel_sub_agents_each_report_and_the_front_man_counts_both(rig: Rig) -> None:
-    messages, _ = rig.chat("parity_parallel", "go")
+def test_parallel_sub_agents_each_report_and_the_front_man_counts_both(shapes: Rig) -> None:
+    messages, _ = shapes.chat("parity_parallel", "go")
     assert [r["successful_requests"] for r in _reports(messages, "boss#1.left#1")] == [1]
     assert [r["successful_requests"] for r in _reports(messages, "boss#1.right#1")] == [1]
     assert [r["successful_requests"] for r in _reports(messages, "boss#1")] == [4, 4]
 
 
-def test_invoking_text_got_result_and_typed_arguments(rig: Rig) -> None:
-    messages, _ = rig.chat("parity_coded", "add")
+def test_invoking_text_got_result_and_typed_arguments(shapes: Rig) -> None:
+    messages, _ = shapes.chat("parity_coded", "add")
     [invoking] = _at(messages, "calc_front#1", "AGENT", "Invoking: `adder` with:")
     assert invoking["structure"] == {"invoking_start": True, "invoked_agent_name": "adder", "params": {"a": 2, "b": 3}}
     [received] = _at(messages, "calc_front#1.adder#1", "AGENT", "Received arguments:")
@@ -107,22 +109,22 @@ def test_invoking_text_got_result_and_typed_arguments(rig: Rig) -> None:
     assert got["structure"] == {"tool_end": True, "tool_error": False, "tool_output": "2.0 + 3.0 = 5.0"}
 
 
-def test_a_sub_agent_gets_one_sentence_per_argument(rig: Rig) -> None:
-    messages, _ = rig.chat("parity_sub", "ask")
+def test_a_sub_agent_gets_one_sentence_per_argument(shapes: Rig) -> None:
+    messages, _ = shapes.chat("parity_sub", "ask")
     [human] = _at(messages, "asker#1.helper#1", "HUMAN")
     assert human["text"] == "The topic is 'cats'.\nThe amount is 2.0.\nWrite about the topic."
-    nested, _ = rig.chat("parity_nested", "go")
+    nested, _ = shapes.chat("parity_nested", "go")
     [bottom] = _at(nested, "top#1.middle#1.bottom#1", "HUMAN")
     assert bottom["text"] == "The query is 'deeper'.\nThe level is 3."
 
 
-def test_chat_context_keeps_the_tool_output_for_the_next_turn(rig: Rig) -> None:
-    first, _ = rig.chat("parity_coded", "add")
+def test_chat_context_keeps_the_tool_output_for_the_next_turn(shapes: Rig) -> None:
+    first, _ = shapes.chat("parity_coded", "add")
     context = first[-1]["chat_context"]
     [history] = context["chat_histories"]
     texts = [(m["type"], m["text"]) for m in history["messages"]]
     assert texts == [("HUMAN", "add"), ("AI", "2.0 + 3.0 = 5.0"), ("AI", "ANSWER(2.0 + 3.0 = 5.0)")]
-    _, requests = rig.chat("parity_coded", "again", chat_context=context)
+    _, requests = shapes.chat("parity_coded", "again", chat_context=context)
     sent = [(m["role"], m["content"]) for m in requests[0].messages if m["role"] != "system"]
     assert sent[:4] == [
         ("user", "add"),
@@ -132,8 +134,8 @@ def test_chat_context_keeps_the_tool_output_for_the_next_turn(rig: Rig) -> None:
     ]
 
 
-def test_an_external_network_call_in_every_part(rig: Rig) -> None:
-    messages, requests = rig.chat("parity_external", "call")
+def test_an_external_network_call_in_every_part(shapes: Rig) -> None:
+    messages, requests = shapes.chat("parity_external", "call")
     offered = [tool["function"]["name"] for tool in requests[0].body["tools"]]
     assert offered == ["__parity_echo"], "the LLM sees the network as __name"
     [invoking] = _at(messages, "caller#1", "AGENT", "Invoking: `/parity_echo` with:")
@@ -157,14 +159,14 @@ def test_an_external_network_call_in_every_part(rig: Rig) -> None:
     assert json.dumps(messages).count("Request total") == 1
 
 
-def test_connectivity_entries_always_carry_tools(rig: Rig) -> None:
-    reply = call(rig.port, "GET", "/api/v1/parity_nested/connectivity")
+def test_connectivity_entries_always_carry_tools(shapes: Rig) -> None:
+    reply = call(shapes.port, "GET", "/api/v1/parity_nested/connectivity")
     entries = {e["origin"]: e["tools"] for e in reply.json()["connectivity_info"]}
     assert entries == {"top": ["middle"], "middle": ["bottom"], "bottom": []}
 
 
-def test_a_forwarded_tool_result_is_re_rooted_and_sly_data_crosses_as_allowed(rig: Rig) -> None:
-    messages, requests = rig.chat("parity_relay", "relay it")
+def test_a_forwarded_tool_result_is_re_rooted_and_sly_data_crosses_as_allowed(shapes: Rig) -> None:
+    messages, requests = shapes.chat("parity_relay", "relay it")
     offered = requests[0].body["tools"][0]["function"]
     assert offered["name"] == "__parity_coded" and offered["parameters"]["required"] == ["inquiry"]
     assert not [m for m in messages if m["text"].startswith("The front-man of external agent")], "a log line only"

@@ -27,7 +27,10 @@ import pytest
 from tests.support.servers import free_port, start_server
 
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
-pytestmark = pytest.mark.skipif(not UPSTREAM, reason="set NEURO_SAN_UPSTREAM_PYTHON to compare with neuro-san 0.7")
+pytestmark = [
+    pytest.mark.slow,  # starts servers (ours and upstream) when opted in
+    pytest.mark.skipif(not UPSTREAM, reason="set NEURO_SAN_UPSTREAM_PYTHON to compare with neuro-san 0.7"),
+]
 
 
 def _get(base: str, path: str) -> tuple[int, Any]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.fake_thread import Rig, fake_backed_server
+from tests.support.fake_thread import Rig
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -71,12 +71,6 @@ headers = st.fixed_dictionaries({}, optional={
     # refuses those before they reach the server, which would fail the test, not the server).
     "request_id": st.from_regex(r"([!-~]([ -~]{0,18}[!-~])?)?", fullmatch=True),
 })
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    with fake_backed_server() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

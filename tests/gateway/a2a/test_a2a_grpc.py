@@ -28,12 +28,6 @@ pytestmark = pytest.mark.slow
 LIMITED_KEY = "a2a-grpc-limited-key"  # one chat an hour
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
-
-
 @asynccontextmanager
 async def grpc_client(card_url: str, streaming: bool = False) -> AsyncIterator[Client]:
     """The SDK client for the network whose card is at ``card_url``, speaking gRPC only: it

@@ -7,7 +7,6 @@ store (a real redis-server) alike."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,15 +18,9 @@ from gateway.a2a.redis_tasks import RedisTaskStore, owner_context
 from gateway.state.redis_state import RedisState
 from tests.a2a_support import a2a_client, send, user_message
 from tests.support.cluster import RedisProcess, tools_missing
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
 
 
 def test_callers_without_credentials_do_not_see_each_others_tasks(server: ServerProcess) -> None:

@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from tests.a2a_support import a2a_client, user_message
 from tests.support.servers import ServerProcess, launch, start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
@@ -36,9 +38,13 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 def test_each_notification_carries_a_jwt_the_jwks_verifies(signed: ServerProcess) -> None:
     received: list[tuple[bytes, dict[str, str]]] = []
+    completed = asyncio.Event()  # the last notification (the task completed) has arrived
 
     async def hook(request: web.Request) -> web.Response:
-        received.append((await request.read(), dict(request.headers)))
+        body = await request.read()
+        received.append((body, dict(request.headers)))
+        if b"TASK_STATE_COMPLETED" in body:
+            completed.set()
         return web.Response(status=204)
 
     async def scenario() -> str:
@@ -55,10 +61,7 @@ def test_each_notification_carries_a_jwt_the_jwks_verifies(signed: ServerProcess
                 config = SendMessageConfiguration(task_push_notification_config=TaskPushNotificationConfig(url=url))
                 [_ async for _ in client.send_message(SendMessageRequest(message=user_message("hi"),
                                                                          configuration=config))]
-            for _ in range(100):
-                if any(b"TASK_STATE_COMPLETED" in body for body, _ in received):
-                    break
-                await asyncio.sleep(0.05)
+            await asyncio.wait_for(completed.wait(), 10)
         finally:
             await runner.cleanup()
         return url

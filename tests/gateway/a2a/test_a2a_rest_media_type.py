@@ -5,21 +5,14 @@ too (issue 33 item 10): the SDK's errors, ours (an unknown network) and the host
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 
 A2A_JSON = "application/a2a+json"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
 
 
 def _type(method: str, url: str, body: bytes | None = None) -> tuple[int, str]:

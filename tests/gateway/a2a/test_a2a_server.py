@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -25,26 +24,14 @@ from tests.a2a_support import a2a_client, as_dict, final_text, send, user_messag
 from tests.fakes.fake_llm import Reply
 from tests.support.fake_thread import fake_backed_server
 from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
-
-
 async def _collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
     return [event async for event in stream]
-
-
-async def _until(condition: Callable[[], bool], within: float = 10.0) -> None:
-    """Wait for a condition another thread (the fake LLM's) makes true."""
-    deadline = time.monotonic() + within
-    while not condition() and time.monotonic() < deadline:  # noqa: ASYNC110 - set by another thread
-        await asyncio.sleep(0.05)
 
 
 def _chat_context_texts(metadata: dict[str, Any]) -> list[str]:
@@ -177,19 +164,21 @@ def test_cancel_a_slow_chat_closes_its_llm_connection() -> None:
                         task_id = event.task.id
                     if event.HasField("status_update"):
                         break  # working: the chat has started
-                await _until(lambda: rig.fake.open_connections > 0)
+                await until(lambda: rig.fake.open_connections > 0)
                 assert rig.fake.open_connections == 1, "the LLM call never started"
-                resubscribed = asyncio.create_task(_collect(watcher.subscribe(SubscribeToTaskRequest(id=task_id))))
-                await asyncio.sleep(0.5)  # the subscription is in place
+                subscription = watcher.subscribe(SubscribeToTaskRequest(id=task_id))
+                # The handler yields the task, then taps the task's events with no I/O between:
+                # once the task has crossed the network to us, the subscription is in place.
+                seen = [await asyncio.wait_for(anext(subscription), 10)]
                 cancelled = await other.cancel_task(CancelTaskRequest(id=task_id))
                 assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-                seen = await asyncio.wait_for(resubscribed, 10)
+                seen += await asyncio.wait_for(_collect(subscription), 10)
                 assert seen[0].task.id == task_id  # resubscribe starts with the task as it is
                 assert seen[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
                 await stream.aclose()
                 got = await other.get_task(GetTaskRequest(id=task_id))
                 assert got.status.state == TaskState.TASK_STATE_CANCELED
-            await _until(lambda: rig.fake.open_connections == 0)
+            await until(lambda: rig.fake.open_connections == 0)
             assert rig.fake.open_connections == 0
             assert rig.fake.handlers_cancelled == rig.fake.request_count == 1
 

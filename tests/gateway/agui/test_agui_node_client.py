@@ -12,22 +12,15 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.gateway.agui.agui_client import NODE_DIR, node_or_skip
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
-
 
 @pytest.fixture(scope="module")
 def seen(server: ServerProcess) -> dict[str, Any]:

@@ -30,6 +30,19 @@ def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
     return sock
 
 
+def _settled_fds(pid: int) -> int:
+    """The server's descriptors once their count stops moving (the connection just used
+    closed on its side too): what later counts are compared with."""
+    counts = [load.open_fds(pid)]
+
+    def steady() -> bool:
+        counts.append(load.open_fds(pid))
+        return counts[-1] == counts[-2]
+
+    assert load.wait_until(steady, 5), counts
+    return counts[-1]
+
+
 def _served(port: int, source: str = "127.0.0.1") -> int:
     """The status of a complete, ordinary request from ``source``."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
@@ -59,8 +72,7 @@ def test_slowloris_and_a_connection_flood_are_bounded(event_loop: str) -> None:
     with start_server(env=env, http=True) as server:
         pid = server.process.pid
         assert _served(server.http_port) == 200
-        time.sleep(0.5)
-        idle_fds = load.open_fds(pid)
+        idle_fds = _settled_fds(pid)
 
         # Slowloris: hundreds of half request lines, then nothing.
         partial = [_connect(server.http_port) for _ in range(SLOWLORIS)]
@@ -205,8 +217,7 @@ def test_grpc_idle_connections_ping_floods_and_streams_per_connection_are_bounde
     }
     with start_server(env=env) as server:
         pid = server.process.pid
-        time.sleep(0.5)
-        idle_fds = load.open_fds(pid)
+        idle_fds = _settled_fds(pid)
         sock, settings = _h2_connection(server.grpc_port)
         assert settings.get(3) == 7, settings  # SETTINGS_MAX_CONCURRENT_STREAMS
         started = time.monotonic()
@@ -221,7 +232,7 @@ def test_grpc_idle_connections_ping_floods_and_streams_per_connection_are_bounde
         try:
             for n in range(50):
                 sock.sendall(_frame(_PING, 0, n.to_bytes(8, "big")))
-                time.sleep(0.01)
+                time.sleep(0.01)  # the behaviour under test: pings paced far above the allowed rate
         except OSError:
             pass
         goaway = _goaway_then_close(sock, 5)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.mcp import mcp_client
 from tests.support.servers import ServerProcess, start_server
+from tests.support.waits import wait_until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -49,7 +49,7 @@ KEYS = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     keys: Path = tmp_path_factory.mktemp("keys") / "keys.json"
     keys.write_text(json.dumps(KEYS))
     with FakeInThread() as fake:
@@ -89,9 +89,9 @@ def _refused_envelope(response: httpx.Response) -> dict[str, Any]:
     return dict(envelope["error"])
 
 
-def test_mcp_a_key_over_its_rate_is_refused_with_429_and_retry_after(server: ServerProcess) -> None:
+def test_mcp_a_key_over_its_rate_is_refused_with_429_and_retry_after(keyed: ServerProcess) -> None:
     async def with_sdk() -> None:
-        async with mcp_client(server, key="mcp-rate-key") as client:
+        async with mcp_client(keyed, key="mcp-rate-key") as client:
             for turn in range(2):
                 result = await client.call_tool("echo", {"user_message": {"text": f"hello {turn}"}})
                 assert not result.is_error, result
@@ -102,25 +102,25 @@ def test_mcp_a_key_over_its_rate_is_refused_with_429_and_retry_after(server: Ser
 
     asyncio.run(with_sdk())
     for progress in (False, True):  # a progress stream that has not started is refused the same way
-        response = _mcp_call(server, "mcp-rate-key", "again", progress=progress)
+        response = _mcp_call(keyed, "mcp-rate-key", "again", progress=progress)
         error = _refused_envelope(response)
         assert "rate limit of 2 chats per 3600 s" in error["message"] and "retry in" in error["message"]
         assert 0 < _retry_after(response) <= HOUR
         assert error["data"]["retry_after_seconds"] == _retry_after(response)
         assert error["data"]["reason"] == "RATE_LIMITED"
-    served = _mcp_call(server, "other-key", "meanwhile")
+    served = _mcp_call(keyed, "other-key", "meanwhile")
     assert served.status_code == 200 and "error" not in served.json(), served.text
     assert served.json()["result"]["isError"] is False
 
 
-def test_mcp_a_spent_token_budget_is_refused_naming_the_budget_and_its_reset(server: ServerProcess) -> None:
-    first = _mcp_call(server, "mcp-budget-key", "spend more than five tokens")  # crosses the budget mid-way
+def test_mcp_a_spent_token_budget_is_refused_naming_the_budget_and_its_reset(keyed: ServerProcess) -> None:
+    first = _mcp_call(keyed, "mcp-budget-key", "spend more than five tokens")  # crosses the budget mid-way
     assert first.status_code == 429 and "was crossed during this chat" in first.json()["error"]["message"]
-    response = _mcp_call(server, "mcp-budget-key", "more")
+    response = _mcp_call(keyed, "mcp-budget-key", "more")
     error = _refused_envelope(response)
     assert "hourly LLM token budget (5 tokens) is spent" in error["message"] and "resets at" in error["message"]
     assert 0 < _retry_after(response) <= HOUR
-    assert _mcp_call(server, "other-key", "meanwhile").status_code == 200
+    assert _mcp_call(keyed, "other-key", "meanwhile").status_code == 200
 
 
 # ---- A2A -------------------------------------------------------------------------------
@@ -133,8 +133,8 @@ def _a2a_send(server: ServerProcess, key: str, text: str, method: str = "SendMes
     return httpx.post(f"{server.http_base}/a2a/echo", json=body, headers=headers, timeout=30)
 
 
-def test_a2a_a_key_over_its_rate_is_refused_with_429_and_retry_after(server: ServerProcess) -> None:
-    url = f"{server.http_base}/a2a/echo"
+def test_a2a_a_key_over_its_rate_is_refused_with_429_and_retry_after(keyed: ServerProcess) -> None:
+    url = f"{keyed.http_base}/a2a/echo"
 
     async def with_sdk() -> None:
         async with a2a_client(url, streaming=False, headers=_auth("a2a-rate-key")) as client:
@@ -152,7 +152,7 @@ def test_a2a_a_key_over_its_rate_is_refused_with_429_and_retry_after(server: Ser
             assert "rate limit of 2 chats per 3600 s" in final.message.parts[0].text
 
     asyncio.run(with_sdk())
-    response = _a2a_send(server, "a2a-rate-key", "again")
+    response = _a2a_send(keyed, "a2a-rate-key", "again")
     assert response.status_code == 429, response.text
     envelope = response.json()
     assert envelope["id"] == 11 and envelope["error"]["code"] == RATE_LIMITED
@@ -165,20 +165,20 @@ def test_a2a_a_key_over_its_rate_is_refused_with_429_and_retry_after(server: Ser
     assert rest.status_code == 429, rest.text
     assert "rate limit of 2 chats per 3600 s" in rest.json()["error"]["message"]
     assert 0 < _retry_after(rest) <= HOUR
-    served = _a2a_send(server, "other-key", "meanwhile")
+    served = _a2a_send(keyed, "other-key", "meanwhile")
     assert served.status_code == 200, served.text
     assert served.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-def test_a2a_a_spent_token_budget_is_refused_naming_the_budget_and_its_reset(server: ServerProcess) -> None:
-    first = _a2a_send(server, "a2a-budget-key", "spend more than five tokens")
+def test_a2a_a_spent_token_budget_is_refused_naming_the_budget_and_its_reset(keyed: ServerProcess) -> None:
+    first = _a2a_send(keyed, "a2a-budget-key", "spend more than five tokens")
     assert first.status_code == 429 and "was crossed during this chat" in first.json()["error"]["message"]
-    response = _a2a_send(server, "a2a-budget-key", "more")
+    response = _a2a_send(keyed, "a2a-budget-key", "more")
     assert response.status_code == 429, response.text
     message = response.json()["error"]["message"]
     assert "hourly LLM token budget (5 tokens) is spent" in message and "resets at" in message
     assert 0 < _retry_after(response) <= HOUR
-    assert _a2a_send(server, "other-key", "meanwhile").status_code == 200
+    assert _a2a_send(keyed, "other-key", "meanwhile").status_code == 200
 
 
 # ---- a busy server, and a refusal after the response started --------------------------
@@ -200,17 +200,21 @@ def test_a_server_at_its_concurrency_cap_is_503_not_429_on_mcp_and_a2a(
     busy: tuple[FakeLlmServer, ServerProcess],
 ) -> None:
     fake, server = busy
-    # The held chat must outlast both refused calls, the A2A one included, which loads the
-    # A2A SDK on its first request (seconds on a loaded 2-core machine).
-    fake.enqueue(Reply.stall(8.0))
+    # The chat holding the one place waits on its LLM call until both refused calls are
+    # answered (the A2A one loads the A2A SDK first: seconds on a loaded machine).
+    fake.enqueue(Reply.hold())
     with ThreadPoolExecutor(1) as pool:
         holder = pool.submit(_mcp_call, server, "other-key", "holds the one place")
-        time.sleep(0.8)
-        for response in (_mcp_call(server, "mcp-rate-key", "busy?"), _a2a_send(server, "a2a-rate-key", "busy?")):
-            assert response.status_code == 503, response.text
-            error = response.json()["error"]
-            assert error["code"] == -32002 and "AGENT_MAX_CONCURRENT_REQUESTS" in error["message"], error
-            assert error["data"]["reason"] == "TOO_MANY_REQUESTS"
+        try:
+            assert wait_until(lambda: fake.held == 1 or holder.done()), "the holding chat never reached its LLM"
+            assert not holder.done(), holder.result().text
+            for response in (_mcp_call(server, "mcp-rate-key", "busy?"), _a2a_send(server, "a2a-rate-key", "busy?")):
+                assert response.status_code == 503, response.text
+                error = response.json()["error"]
+                assert error["code"] == -32002 and "AGENT_MAX_CONCURRENT_REQUESTS" in error["message"], error
+                assert error["data"]["reason"] == "TOO_MANY_REQUESTS"
+        finally:
+            fake.release()
         assert holder.result().status_code == 200
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, RecordedRequest, Reply
 from tests.support.fake_thread import FakeInThread
 from tests.support.servers import ServerProcess, closed_by_server, start_server
+from tests.support.waits import wait_for_log, wait_until
 
 #: Takes seconds (starts a server): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ def _rule(request: RecordedRequest) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
+def backpressure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
     folder: Path = tmp_path_factory.mktemp("backpressure")
     (folder / "big.hocon").write_text(json.dumps(NETWORK))
     (folder / "talky.hocon").write_text(json.dumps(TALKY))
@@ -106,21 +106,18 @@ def _silent_client(server: ServerProcess, request: bytes) -> socket.socket:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_client_that_never_reads_is_closed_and_its_chat_cancelled(
-    rig: tuple[FakeLlmServer, ServerProcess], case: str
+    backpressure: tuple[FakeLlmServer, ServerProcess], case: str
 ) -> None:
-    fake, server = rig
+    fake, server = backpressure
     path, body, accept = CASES[case]
     cancelled_before = fake.handlers_cancelled
     sock = _silent_client(server, _request(path, body, accept))
     try:
-        started = time.monotonic()
         # Reads nothing while the server writes: its held LLM calls must be dropped.
-        while fake.handlers_cancelled < cancelled_before + CALLS:
-            assert time.monotonic() - started < WRITE_SECONDS + 8, (
-                f"{case}: the chat of a client that reads nothing was not cancelled "
-                f"({fake.handlers_cancelled - cancelled_before} of {CALLS} LLM calls dropped, {fake.held} held)"
-            )
-            time.sleep(0.1)
+        assert wait_until(lambda: fake.handlers_cancelled >= cancelled_before + CALLS, WRITE_SECONDS + 8), (
+            f"{case}: the chat of a client that reads nothing was not cancelled "
+            f"({fake.handlers_cancelled - cancelled_before} of {CALLS} LLM calls dropped, {fake.held} held)"
+        )
         assert closed_by_server(sock, 5), f"{case}: the connection stayed open"
     finally:
         sock.close()
@@ -149,17 +146,15 @@ STREAMS = {
 
 @pytest.mark.parametrize("case", list(STREAMS))
 def test_a_stream_its_client_never_reads_is_closed_at_the_write_deadline(
-    rig: tuple[FakeLlmServer, ServerProcess], case: str
+    backpressure: tuple[FakeLlmServer, ServerProcess], case: str
 ) -> None:
-    _, server = rig
+    _, server = backpressure
     logged_before = server.log().count("AGENT_HTTP_WRITE_TIMEOUT_SECONDS")
     sock = _silent_client(server, STREAMS[case])
     try:
-        started = time.monotonic()
         # Reads nothing until the server has given up on the connection.
-        while server.log().count("AGENT_HTTP_WRITE_TIMEOUT_SECONDS") == logged_before:
-            assert time.monotonic() - started < WRITE_SECONDS + 8, f"{case}: a client reading nothing was kept"
-            time.sleep(0.1)
+        assert wait_for_log(server, "AGENT_HTTP_WRITE_TIMEOUT_SECONDS", WRITE_SECONDS + 8, count=logged_before + 1), (
+            f"{case}: a client reading nothing was kept")
         assert closed_by_server(sock, 5), f"{case}: the connection stayed open"
     finally:
         sock.close()

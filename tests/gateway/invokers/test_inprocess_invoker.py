@@ -35,6 +35,7 @@ class Behaviour:
 
     def __init__(self) -> None:
         self.cancelled = asyncio.Event()
+        self.stalled = asyncio.Event()  # a "slow" chat has sent its messages and now waits
         self.seen_metadata: tuple[tuple[str, Any], ...] = ()
 
     async def chat(self, request: agent_pb2.ChatRequest, context: Any) -> AsyncIterator[agent_pb2.ChatResponse]:
@@ -51,7 +52,8 @@ class Behaviour:
             yield agent_pb2.ChatResponse(response={"text": f"{text}-{index}"})
         if text == "slow":
             try:
-                await asyncio.sleep(30)
+                self.stalled.set()
+                await asyncio.sleep(30)  # the behaviour: a handler that never ends by itself
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
@@ -152,12 +154,18 @@ def test_a_reader_cancelled_mid_read_cancels_the_call() -> None:
         stream = _invoker(behaviour).callable_for(_route("StreamingChat"))
         call = stream(_chat("slow"), metadata=(), timeout=None)
 
+        read: list[object] = []
+        all_read = asyncio.Event()
+
         async def consume() -> None:
-            async for _ in call:
-                pass
+            async for message in call:
+                read.append(message)
+                if len(read) == 3:
+                    all_read.set()
 
         reader = asyncio.create_task(consume())
-        await asyncio.sleep(0.1)  # the three messages are read; the reader now waits
+        # The three messages are read and the handler waits: the reader now waits on it.
+        await asyncio.wait_for(asyncio.gather(all_read.wait(), behaviour.stalled.wait()), 10)
         reader.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reader

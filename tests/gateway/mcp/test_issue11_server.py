@@ -5,7 +5,6 @@ fake LLM over real HTTP: what the LLM receives and what the client gets."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from tests.fakes.fake_llm import FakeToolCall, Reply
 from tests.gateway_http_support import call, chat
 from tests.support.fake_thread import FakeInThread, override_env
 from tests.support.servers import start_server
+from tests.support.waits import wait_until
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -100,9 +100,7 @@ def test_periodic_interactions_run_in_the_server_with_their_sly_data(tmp_path: P
     with FakeInThread(rule=rule) as fake:
         env = {**override_env(fake), "AGENT_TOOL_PATH": str(tmp_path)}
         with start_server(manifest=manifest, env=env, http=True) as server:
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and len(log_file.read_text().split() if log_file.exists() else []) < 2:
-                time.sleep(0.1)
+            wait_until(lambda: len(log_file.read_text().split() if log_file.exists() else []) >= 2)
             assert log_file.read_text().split()[:2] == ["100", "100"], server.log()[-3000:]
             listing = json.loads(call(server.http_port, "GET", "/api/v1/list").body)
             assert listing.get("agents", []) == []  # periodic does not make a network public

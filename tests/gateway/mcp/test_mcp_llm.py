@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +18,14 @@ from mcp.shared.exceptions import MCPError
 
 from tests.fakes.fake_llm import FakeLlmServer, Reply
 from tests.support import load
-from tests.support.fake_thread import FakeInThread, override_env
+from tests.support.fake_thread import FakeInThread, Rig, override_env
 from tests.support.mcp import REGISTRIES, mcp_client
-from tests.support.servers import ServerProcess, start_server
+from tests.support.servers import start_server
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
 HEADERS = {"MCP-Protocol-Version": "2025-06-18", "Accept": "application/json, text/event-stream"}
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[tuple[FakeLlmServer, ServerProcess]]:
-    with FakeInThread() as fake, start_server(env=override_env(fake), http=True) as server:
-        yield fake, server
 
 
 def _call(text: str, request_id: int = 7, progress: bool = False) -> dict[str, object]:
@@ -46,7 +40,7 @@ def _settled(fake: FakeLlmServer, cancelled_before: int) -> bool:
 
 
 @pytest.mark.parametrize("how", ["sdk-cancel", "modern-sdk-cancel", "notification", "disconnect", "modern-close"])
-def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, ServerProcess], how: str) -> None:
+def test_cancelling_a_call_closes_its_llm_connection(rig: Rig, how: str) -> None:
     fake, server = rig
     fake.rule = load.fixed_rule(Reply.stall(60.0))
     before_requests, before_cancelled = fake.request_count, fake.handlers_cancelled
@@ -63,6 +57,8 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
             # Leave only once the server has answered the cancelled POST: the SDK's
             # transport fails its teardown if a response lands while it closes.
             assert await _until(lambda: _settled(fake, before_cancelled))
+            # Still a guess, not a wait: the SDK shows no sign of having had the cancelled
+            # POST's answer, and the server does not log it (the MCP facade may give one).
             await asyncio.sleep(0.5)
 
     async def by_notification() -> None:
@@ -116,7 +112,7 @@ def test_cancelling_a_call_closes_its_llm_connection(rig: tuple[FakeLlmServer, S
         fake.rule = None
 
 
-def test_a_failing_network_is_a_tool_error(rig: tuple[FakeLlmServer, ServerProcess]) -> None:
+def test_a_failing_network_is_a_tool_error(rig: Rig) -> None:
     fake, server = rig
     fake.rule = load.fixed_rule(Reply.error(400, "the model refuses"))
 
@@ -134,7 +130,7 @@ def test_a_failing_network_is_a_tool_error(rig: tuple[FakeLlmServer, ServerProce
         fake.rule = None
 
 
-def test_after_all_that_a_call_still_works(rig: tuple[FakeLlmServer, ServerProcess]) -> None:
+def test_after_all_that_a_call_still_works(rig: Rig) -> None:
     _, server = rig
 
     async def scenario() -> None:

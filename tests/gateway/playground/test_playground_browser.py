@@ -47,12 +47,6 @@ def browser() -> Iterator[Any]:
     yield from launch_browser()
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
-
-
 class Page:
     """A page on a fresh context that records every request and dialog it causes."""
 
@@ -188,7 +182,7 @@ from neuro_san.interfaces.coded_tool import CodedTool
 class Napper(CodedTool):
     async def async_invoke(self, args, sly_data):
         await args["progress_reporter"].async_report_progress({"progress": 0.0}, "napping")
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(2.0)  # the behaviour: a tool slow enough for the page to show its progress
         return "awake"
 """
 

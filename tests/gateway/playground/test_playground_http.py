@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -31,12 +30,6 @@ from tests.support.servers import ROOT, ServerProcess, free_port, start_server
 pytestmark = pytest.mark.slow
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    with start_server(http=True) as running:
-        yield running
 
 
 def test_a_probe_at_root_gets_neuro_sans_health_body(server: ServerProcess) -> None:

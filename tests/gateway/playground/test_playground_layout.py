@@ -85,7 +85,7 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
+def failing() -> Iterator[ServerProcess]:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -124,8 +124,8 @@ def send(page: Any, text: str) -> Any:
     return answer
 
 
-def test_the_page_fits_a_phone_a_small_laptop_and_a_desktop(page: Any, server: ServerProcess, tmp_path: Path) -> None:
-    page.goto(server.http_base + "/#hello_world")
+def test_the_page_fits_a_phone_a_small_laptop_and_a_desktop(page: Any, failing: ServerProcess, tmp_path: Path) -> None:
+    page.goto(failing.http_base + "/#hello_world")
     page.locator("svg.graph g.node[data-name='synonymizer']").wait_for()
     assert "hello there" in send(page, "hello there").inner_text()
     for width in (1440, 1024, 360):
@@ -152,8 +152,8 @@ def test_the_page_fits_a_phone_a_small_laptop_and_a_desktop(page: Any, server: S
     assert fit["scrollWidth"] <= fit["width"] and not fit["outside"] and not fit["spilling"], fit
 
 
-def test_an_llm_error_is_shown_once_with_its_label(page: Any, server: ServerProcess, tmp_path: Path) -> None:
-    page.goto(server.http_base + "/#echo")
+def test_an_llm_error_is_shown_once_with_its_label(page: Any, failing: ServerProcess, tmp_path: Path) -> None:
+    page.goto(failing.http_base + "/#echo")
     page.locator("svg.graph g.node[data-name='echoer']").wait_for()
     answer = send(page, FAIL)
     page.screenshot(path=str(tmp_path / "llm_error.png"), full_page=True)
@@ -167,11 +167,11 @@ def test_an_llm_error_is_shown_once_with_its_label(page: Any, server: ServerProc
     assert "again" in send(page, "again").inner_text()
 
 
-def test_an_unknown_agent_clears_the_graph_and_disables_send(page: Any, server: ServerProcess, tmp_path: Path) -> None:
-    page.goto(server.http_base + "/#hello_world")
+def test_an_unknown_agent_clears_the_graph_and_disables_send(page: Any, failing: ServerProcess, tmp_path: Path) -> None:
+    page.goto(failing.http_base + "/#hello_world")
     page.locator("svg.graph g.node[data-name='synonymizer']").wait_for()
     assert page.locator("#send").is_enabled()
-    page.goto(server.http_base + "/#no_such_network")  # typed into the address bar: hashchange
+    page.goto(failing.http_base + "/#no_such_network")  # typed into the address bar: hashchange
     page.locator("#error").wait_for()
     page.screenshot(path=str(tmp_path / "unknown_agent.png"), full_page=True)
     assert "HTTP 404" in page.locator("#error").inner_text()

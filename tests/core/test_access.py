@@ -15,6 +15,8 @@ from neuro_san.api.grpc import agent_pb2, concierge_pb2
 from tests.support import grpc_calls as calls
 from tests.support.servers import ServerProcess, start_server
 
+pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
+
 KEYS = {
     "keys": [
         {"name": "everyone", "key": "key-for-public-networks", "agents": ["*"]},

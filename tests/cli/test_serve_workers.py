@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import grpc
@@ -127,8 +126,8 @@ def test_sigterm_drains_every_worker_and_exits_0() -> None:
             assert server.process.wait(20) == 0
             served_by = {_worker_of(server, rid) for rid in results}
             assert served_by == workers
-            time.sleep(0.1)
-            assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+            # Gone once reaped (they were the exited parent's children): wait for that.
+            assert wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers)), workers
 
 
 def test_workers_whose_parent_is_killed_drain_and_exit() -> None:

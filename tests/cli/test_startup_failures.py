@@ -98,13 +98,3 @@ def test_a_switch_that_is_not_one_refuses_to_start(name: str) -> None:
     """One grammar for every switch (true/false, 1/0, yes/no, on/off); a typo is refused, never
     read as off (AGENT_MCP_ENABLE=ture used to hide /mcp silently)."""
     _one_line(_serve(["--port", "0", "--http-port", "0"], {name: "ture"}), name, "'ture'", "not a switch")
-
-
-def test_the_switch_grammar() -> None:
-    from neuro_san.core.env_settings import env_flag
-
-    assert [env_flag({"X": v}, "X", False) for v in ("1", "TRUE", "yes", " on ")] == [True] * 4
-    assert [env_flag({"X": v}, "X", True) for v in ("0", "False", "NO", "off")] == [False] * 4
-    assert env_flag({}, "X", True) and not env_flag({"X": " "}, "X", False)
-    with pytest.raises(ValueError, match="X='ture' is not a switch"):
-        env_flag({"X": "ture"}, "X", True)
