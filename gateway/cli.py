@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import ssl
 from pathlib import Path
@@ -18,25 +17,27 @@ from pathlib import Path
 from gateway.host.config import DEFAULT_MAX_BODY_BYTES, GatewayConfig, parse_header_list
 from gateway.host.tls import TlsConfigError
 from gateway.playground.switch import add_argument as add_playground_argument
-from neuro_san.core.env_settings import env_flag
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.internal_metadata import load_shared_token
+from neuro_san.settings import activate, current, process_env, snapshot
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The gateway's command-line options (environment variables give the defaults)."""
+    """The gateway's command-line options. Environment variables give the defaults, resolved
+    by :func:`resolve_defaults` when the gateway runs, once a malformed one has been refused."""
     parser.add_argument(
         "--target",
-        default=os.environ.get("AGENT_GRPC_TARGET", f"127.0.0.1:{os.environ.get('AGENT_PORT', '30011')}"),
-        help="gRPC server as host:port, or several comma-separated for round-robin",
+        default=None,
+        help="gRPC server as host:port, or several comma-separated for round-robin "
+        "(AGENT_GRPC_TARGET, default 127.0.0.1:AGENT_PORT)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
         "--port",
         type=int,
-        default=int(os.environ.get("AGENT_HTTP_PORT", "8080")),
+        default=None,
         help="HTTP port (default: AGENT_HTTP_PORT or 8080; 0 picks a free one)",
     )
     parser.add_argument(
@@ -61,23 +62,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_playground_argument(parser)
     tls = parser.add_argument_group("TLS to the gRPC target")
     tls.add_argument(
-        "--target-tls", action="store_true", default=_env_flag("AGENT_GRPC_TARGET_TLS"),
+        "--target-tls", action="store_true", default=None,
         help="talk TLS to the target, trusting the system roots (AGENT_GRPC_TARGET_TLS=true)",
     )
     tls.add_argument(
-        "--target-ca", default=os.environ.get("AGENT_GRPC_TARGET_CA_FILE"), metavar="PEM",
+        "--target-ca", default=process_env().get("AGENT_GRPC_TARGET_CA_FILE"), metavar="PEM",
         help="trust this CA for the target's certificate; implies --target-tls (AGENT_GRPC_TARGET_CA_FILE)",
     )
     tls.add_argument(
-        "--target-cert", default=os.environ.get("AGENT_GRPC_TARGET_CERT_FILE"), metavar="PEM",
+        "--target-cert", default=process_env().get("AGENT_GRPC_TARGET_CERT_FILE"), metavar="PEM",
         help="client certificate chain for a server that requires one (mTLS) (AGENT_GRPC_TARGET_CERT_FILE)",
     )
     tls.add_argument(
-        "--target-key", default=os.environ.get("AGENT_GRPC_TARGET_KEY_FILE"), metavar="PEM",
+        "--target-key", default=process_env().get("AGENT_GRPC_TARGET_KEY_FILE"), metavar="PEM",
         help="the client certificate's private key (AGENT_GRPC_TARGET_KEY_FILE)",
     )
     tls.add_argument(
-        "--target-server-name", default=os.environ.get("AGENT_GRPC_TARGET_SERVER_NAME"), metavar="NAME",
+        "--target-server-name", default=process_env().get("AGENT_GRPC_TARGET_SERVER_NAME"), metavar="NAME",
         help="name to check the target's certificate against, when it is not the target's host "
         "(AGENT_GRPC_TARGET_SERVER_NAME)",
     )
@@ -91,21 +92,28 @@ def add_http_tls_arguments(parser: argparse.ArgumentParser, description: str | N
     """
     group = parser.add_argument_group("HTTPS on the gateway", description)
     group.add_argument(
-        "--http-tls-cert", default=os.environ.get("AGENT_HTTP_TLS_CERT_FILE") or None, metavar="PEM",
+        "--http-tls-cert", default=process_env().get("AGENT_HTTP_TLS_CERT_FILE") or None, metavar="PEM",
         help="serve HTTPS with this certificate chain (AGENT_HTTP_TLS_CERT_FILE)",
     )
     group.add_argument(
-        "--http-tls-key", default=os.environ.get("AGENT_HTTP_TLS_KEY_FILE") or None, metavar="PEM",
+        "--http-tls-key", default=process_env().get("AGENT_HTTP_TLS_KEY_FILE") or None, metavar="PEM",
         help="the certificate's private key (AGENT_HTTP_TLS_KEY_FILE)",
     )
     group.add_argument(
-        "--http-tls-client-ca", default=os.environ.get("AGENT_HTTP_TLS_CLIENT_CA_FILE") or None, metavar="PEM",
+        "--http-tls-client-ca", default=process_env().get("AGENT_HTTP_TLS_CLIENT_CA_FILE") or None, metavar="PEM",
         help="require HTTP client certificates signed by this CA: mutual TLS (AGENT_HTTP_TLS_CLIENT_CA_FILE)",
     )
 
 
-def _env_flag(name: str) -> bool:
-    return env_flag(os.environ, name, False)
+def resolve_defaults(args: argparse.Namespace) -> None:
+    """The defaults of the flags not given, from the settings (typed: checked already)."""
+    settings = current()
+    if args.target is None:
+        args.target = settings.value("AGENT_GRPC_TARGET") or f"127.0.0.1:{settings.value('AGENT_PORT')}"
+    if args.port is None:
+        args.port = settings.value("AGENT_HTTP_PORT")
+    if args.target_tls is None:
+        args.target_tls = settings.value("AGENT_GRPC_TARGET_TLS")
 
 
 def _path(value: str | None) -> Path | None:
@@ -113,7 +121,7 @@ def _path(value: str | None) -> Path | None:
 
 
 def config_from_args(args: argparse.Namespace) -> GatewayConfig:
-    forwarded = os.environ.get("AGENT_FORWARDED_REQUEST_METADATA")
+    forwarded = process_env().get("AGENT_FORWARDED_REQUEST_METADATA")
     config = GatewayConfig(
         max_body_bytes=args.max_body_bytes,
         cors_origins=tuple(args.cors_origin or ()),
@@ -127,7 +135,7 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         target_key=_path(args.target_key),
         target_server_name=args.target_server_name or None,
         # The server believes this gateway's internal keys only when both share the secret.
-        send_internal_token=load_shared_token(os.environ),
+        send_internal_token=load_shared_token(process_env()),
     )
     if forwarded is not None:
         config.forwarded_headers = parse_header_list(forwarded)
@@ -137,6 +145,11 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; 0 on a clean stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from neuro_san.settings.startup import refuse_malformed
+
+    if refuse_malformed("gateway", log):
+        return 2
+    resolve_defaults(args)
     try:
         asyncio.run(_serve(args))
     except KeyboardInterrupt:
@@ -173,6 +186,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    with activate(snapshot()):  # `python -m gateway`: the environment read once, as neuro-san's main does
+        parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
+        add_arguments(parser)
+        return run(parser.parse_args(argv))

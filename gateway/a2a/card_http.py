@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from gateway.host.allowed_hosts import parse_host
 from gateway.host.errors import bad_request
 from gateway.host.responses import JSON_TYPE
 from neuro_san.core.env_settings import env_number
+from neuro_san.settings import process_env
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class CardSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> CardSettings:
         """Raises ValueError naming the variable for a value that cannot work."""
-        values = os.environ if env is None else env
+        values = process_env() if env is None else env
         public_url = _public_url(values.get(PUBLIC_URL_ENV, "").strip())
         target = values.get(GRPC_TARGET_ENV, "").strip() or None
         if target is not None:

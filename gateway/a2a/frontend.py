@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -64,6 +63,7 @@ from gateway.state import StateSettings, process_state, release_state
 from gateway.state.conversations import ConversationStore
 from neuro_san.core.access import DEFAULT_SCOPE
 from neuro_san.core.errors import echo
+from neuro_san.settings import process_env
 
 if TYPE_CHECKING:
     from gateway.a2a.redis_tasks import RedisTaskStore
@@ -87,7 +87,7 @@ class _StateFromScope(DefaultServerCallContextBuilder):
 
 
 def _api_keys_configured() -> bool:
-    return bool(os.environ.get("AGENT_API_KEYS", "").strip() or os.environ.get("AGENT_API_KEYS_FILE", "").strip())
+    return bool(process_env().get("AGENT_API_KEYS", "").strip() or process_env().get("AGENT_API_KEYS_FILE", "").strip())
 
 
 def _has_credentials(request: web.Request) -> bool:

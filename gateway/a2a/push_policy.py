@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from neuro_san.settings import process_env
 
 ALLOWED_ENV = "AGENT_A2A_PUSH_ALLOWED_NETWORKS"
 
@@ -39,7 +40,7 @@ _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 def allowed_networks(env: Mapping[str, str] | None = None) -> tuple[Network, ...]:
     """The ranges let in despite being internal; raises ValueError naming a bad entry."""
-    raw = (os.environ if env is None else env).get(ALLOWED_ENV, "")
+    raw = (process_env() if env is None else env).get(ALLOWED_ENV, "")
     networks: list[Network] = []
     for item in (part.strip() for part in raw.split(",")):
         if item:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
+
+from neuro_san.settings import process_env
 
 SIGNING_KEY_ENV = "AGENT_A2A_PUSH_SIGNING_KEY_FILE"
 TOKEN_SECONDS = 300
@@ -74,7 +75,7 @@ def _thumbprint(jwk: Mapping[str, Any]) -> str:
 
 def signer_from_env(env: Mapping[str, str] | None = None) -> PushSigner | None:
     """The signer ``AGENT_A2A_PUSH_SIGNING_KEY_FILE`` names, or None; ValueError when unusable."""
-    path = (os.environ if env is None else env).get(SIGNING_KEY_ENV, "").strip()
+    path = (process_env() if env is None else env).get(SIGNING_KEY_ENV, "").strip()
     if not path:
         return None
     try:

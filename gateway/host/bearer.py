@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from gateway.host.errors import RpcFailure
 from gateway.host.frontends import FrontEndContext, FrontEndFactory, FrontEndRoute
 from neuro_san.core.access import DEFAULT_SCOPE
 from neuro_san.core.oauth_settings import MCP_RESOURCE_PATH, OAuthSettings, metadata_urls
+from neuro_san.settings import process_env
 
 log = logging.getLogger(__name__)
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -43,7 +43,7 @@ _INSUFFICIENT_SCOPE = "INSUFFICIENT_SCOPE"
 def _settings_from_environment() -> OAuthSettings | None:
     # Read once per process. A bad setting is refused at start (ServerConfig.from_env for
     # `serve`, oauth_frontends() for the standalone gateway), so it cannot be met here.
-    return OAuthSettings.from_env(os.environ)
+    return OAuthSettings.from_env(process_env())
 
 
 def oauth_settings() -> OAuthSettings | None:
@@ -152,7 +152,7 @@ def _document(body: Mapping[str, object]) -> web.Response:
 def oauth_frontends(env: Mapping[str, str] | None = None) -> list[FrontEndFactory]:
     """The metadata front-end when ``AGENT_OAUTH_ISSUER`` is set, else none; raises
     ConfigurationError for settings that cannot work (called at start)."""
-    settings = OAuthSettings.from_env(os.environ if env is None else env)
+    settings = OAuthSettings.from_env(process_env() if env is None else env)
     if settings is None:
         return []
     return [lambda context: ResourceMetadataFrontEnd(context, settings)]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.host.allowed_hosts import AllowedHosts
 from gateway.host.connection_guard import ConnectionLimits
+from neuro_san.settings import process_env
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -61,9 +61,9 @@ class GatewayConfig:
     target_cert: Path | None = None
     target_key: Path | None = None
     target_server_name: str | None = None
-    connection_limits: ConnectionLimits = field(default_factory=lambda: ConnectionLimits.from_env(os.environ))
+    connection_limits: ConnectionLimits = field(default_factory=lambda: ConnectionLimits.from_env(process_env()))
     send_internal_token: bool = False
-    allowed_hosts: AllowedHosts = field(default_factory=lambda: AllowedHosts.from_env(os.environ))
+    allowed_hosts: AllowedHosts = field(default_factory=lambda: AllowedHosts.from_env(process_env()))
 
     @property
     def serves_tls(self) -> bool:

@@ -20,7 +20,6 @@ While the gateway itself is stopping every probe answers 503 NOT_SERVING.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from typing import Any
 
 import grpc
@@ -29,6 +28,7 @@ from grpc_health.v1 import health_pb2
 
 from gateway.host.responses import dumps, json_response
 from gateway.invokers.interface import Invoker
+from neuro_san.settings import process_env
 
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _PROBE_TIMEOUT_SECONDS = 3.0
@@ -37,7 +37,7 @@ NEURO_SAN_API_VERSION = "0.7.15"
 
 
 def _server_name(service: str) -> str:
-    return service or os.environ.get("AGENT_SERVER_NAME", "") or "neuro-san.Agent"
+    return service or process_env().get("AGENT_SERVER_NAME", "") or "neuro-san.Agent"
 
 
 def _our_version() -> str:

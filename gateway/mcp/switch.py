@@ -4,9 +4,8 @@ types, which is left to its first request)."""
 
 from __future__ import annotations
 
-import os
-
 from neuro_san.core.env_settings import env_flag
+from neuro_san.settings import process_env
 
 MCP_PATH = "/mcp"
 
@@ -14,4 +13,4 @@ MCP_PATH = "/mcp"
 def mcp_enabled(env: dict[str, str] | None = None) -> bool:
     """``AGENT_MCP_ENABLE``: on unless switched off; a value that is not a switch is refused
     at start (neuro-san reads anything but ``true`` as off, so a typo hid /mcp silently)."""
-    return env_flag(os.environ if env is None else env, "AGENT_MCP_ENABLE", True)
+    return env_flag(process_env() if env is None else env, "AGENT_MCP_ENABLE", True)

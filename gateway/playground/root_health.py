@@ -8,7 +8,6 @@ exists (one function to change).
 
 from __future__ import annotations
 
-import os
 from importlib import metadata
 
 import grpc
@@ -17,6 +16,7 @@ from grpc_health.v1 import health_pb2
 
 from gateway.host.responses import dumps, json_response
 from gateway.invokers.interface import Invoker
+from neuro_san.settings import process_env
 
 _PROBE_TIMEOUT_SECONDS = 3.0
 _DEFAULT_SERVER_NAME = "neuro-san.Agent"
@@ -31,7 +31,7 @@ def _version() -> str:
 
 async def root_health(invoker: Invoker, draining: bool) -> web.Response:
     """200 ``{"service", "status": "ok", "versions"}`` when serving, else 503 as neuro-san."""
-    service = os.environ.get("AGENT_SERVER_NAME") or _DEFAULT_SERVER_NAME
+    service = process_env().get("AGENT_SERVER_NAME") or _DEFAULT_SERVER_NAME
     serving = False
     if not draining:
         try:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 
 from neuro_san.core.env_settings import env_flag
+from neuro_san.settings import process_env
 
 ENV_VAR = "AGENT_PLAYGROUND"
 
@@ -27,4 +27,4 @@ def playground_enabled(no_playground_flag: bool = False, env: Mapping[str, str] 
     """
     if no_playground_flag:
         return False
-    return env_flag(os.environ if env is None else env, ENV_VAR, True)
+    return env_flag(process_env() if env is None else env, ENV_VAR, True)

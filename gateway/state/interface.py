@@ -7,7 +7,6 @@ Kept apart from the package's factory so that the implementations (``memory``,
 from __future__ import annotations
 
 import importlib.util
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from neuro_san.core.env_settings import env_number
+from neuro_san.settings import process_env
 
 #: The environment variable naming the Redis of the shared front-end state.
 REDIS_URL_ENV = "AGENT_REDIS_URL"
@@ -102,7 +102,7 @@ class StateSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StateSettings:
         """Raises ValueError naming the variable when a value is wrong (refused at start)."""
-        env = os.environ if env is None else env
+        env = process_env() if env is None else env
         url = env.get(REDIS_URL_ENV, "").strip()
         if url and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
             raise ValueError(f"{REDIS_URL_ENV} must be a redis://, rediss:// or unix:// URL, not {url!r}")

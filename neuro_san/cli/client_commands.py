@@ -25,6 +25,8 @@ EXIT_TIMEOUT = 5
 EXIT_LLM = 6
 EXIT_UPSTREAM = 7
 EXIT_INTERRUPTED = 130
+#: The client commands' names (main checks their settings before they run).
+COMMANDS = ("chat", "list", "function", "connectivity")
 
 EXIT_CODES_HELP = f"""exit status:
   {EXIT_OK}    success

@@ -10,9 +10,10 @@ is refused at start.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
+
+from neuro_san.settings import process_env
 
 LOOP_ENV = "AGENT_EVENT_LOOP"
 CHOICES = ("auto", "uvloop", "asyncio")
@@ -22,7 +23,7 @@ Runner = Callable[[Coroutine[Any, Any, Any]], Any]
 
 def loop_runner(env: Mapping[str, str] | None = None) -> Runner:
     """``asyncio.run`` or ``uvloop.run`` as the setting asks; ValueError says what is wrong."""
-    choice = ((os.environ if env is None else env).get(LOOP_ENV, "") or "auto").strip().lower()
+    choice = ((process_env() if env is None else env).get(LOOP_ENV, "") or "auto").strip().lower()
     if choice not in CHOICES:
         raise ValueError(f"{LOOP_ENV} must be one of {', '.join(CHOICES)}, not {choice!r}")
     if choice == "asyncio":

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 from gateway import cli as gateway_cli
 from neuro_san import __version__
-from neuro_san.cli import client_commands, serve
+from neuro_san.cli import client_commands, config_command, serve
+from neuro_san.settings import activate, snapshot
+from neuro_san.settings.startup import refuse_malformed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     gateway.set_defaults(func=gateway_cli.run)
 
     client_commands.add_commands(commands)
+    config_command.add_command(commands)
     return parser
 
 
@@ -57,13 +60,22 @@ def _validate(args: argparse.Namespace) -> int:
     from neuro_san.network.validate import main_validate
     from neuro_san.studio import plugin as studio
 
+    if refuse_malformed("serve"):  # validate loads networks as serve would
+        return 2
+
     studio.register()  # validate checks what serve would serve: studio's classes included
     return main_validate(list(args.paths), tool_paths=list(args.tool_path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    result = args.func(args)
+    # The environment is read here, once, into the process's settings; every command (and
+    # every module below it) reads that snapshot. Each command refuses a malformed value of
+    # the settings it uses (serve and gateway once their logging is set up, to log it).
+    with activate(snapshot()):
+        args = build_parser().parse_args(argv)
+        if args.command in client_commands.COMMANDS and refuse_malformed("client"):
+            return 2
+        result = args.func(args)
     return int(result or 0)
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from neuro_san.core.messages import ChatContext, ChatMessage, MessageType, OriginPath, origin_str
+from neuro_san.settings import process_env
 
 if TYPE_CHECKING:
     from neuro_san.client.types import Connectivity
@@ -22,7 +22,8 @@ _DEPTH_COLOURS = ("36", "35", "33", "32", "34")  # cyan, magenta, yellow, green,
 
 
 def wants_colour(stream: TextIO) -> bool:
-    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+    settings = process_env()
+    if "NO_COLOR" in settings or settings.get("TERM") == "dumb":
         return False
     try:
         return stream.isatty()

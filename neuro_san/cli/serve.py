@@ -7,12 +7,13 @@ import argparse
 import asyncio
 import errno
 import logging
-import os
 import signal
 from typing import Any
 
 from neuro_san.cli.heap import settle_heap
 from neuro_san.cli.serve_settings import a2a_served, config_from_args, http_tls_files
+from neuro_san.settings import SettingError, current, process_env
+from neuro_san.settings.startup import refuse_malformed
 
 log = logging.getLogger("neuro_san.serve")
 
@@ -49,7 +50,7 @@ def add_command(commands: Any) -> None:
         help="require client certificates signed by this CA: mutual TLS (AGENT_TLS_CLIENT_CA_FILE)",
     )
     parser.add_argument(
-        "--metrics-port", type=int, default=int(os.environ.get("AGENT_METRICS_PORT", "0") or 0),
+        "--metrics-port", type=int, default=None,
         help="also serve Prometheus /metrics on this port (AGENT_METRICS_PORT; the gateway serves it too)",
     )
     parser.add_argument(
@@ -62,7 +63,7 @@ def add_command(commands: Any) -> None:
 
     add_workers_argument(parser)
     parser.add_argument(
-        "--log-level", default=os.environ.get("AGENT_SERVICE_LOG_LEVEL", "INFO"),
+        "--log-level", default=None,
         help="log level (AGENT_SERVICE_LOG_LEVEL, default INFO)",
     )
     parser.set_defaults(func=run)
@@ -85,12 +86,24 @@ def _add_http_tls_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _log_level(args: argparse.Namespace) -> str:
+    """--log-level, else AGENT_SERVICE_LOG_LEVEL; INFO while a malformed one is being refused."""
+    try:
+        return str(args.log_level or current().value("AGENT_SERVICE_LOG_LEVEL"))
+    except SettingError:
+        return "INFO"
+
+
 def run(args: argparse.Namespace) -> int:
     from neuro_san.cli import workers
     from neuro_san.cli.event_loop import loop_runner
     from neuro_san.service.logs import configure_logging
 
-    configure_logging(args.log_level)
+    configure_logging(_log_level(args))
+    if refuse_malformed("serve", log):
+        return 2
+    if args.metrics_port is None:
+        args.metrics_port = current().value("AGENT_METRICS_PORT")
     count = workers.worker_count(args)
     if count is None:
         return 2
@@ -112,7 +125,7 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
         serve_a2a = a2a_served(args)
-        load_shared_token(os.environ)  # AGENT_INTERNAL_TOKEN: standalone gateways' calls believed
+        load_shared_token(process_env())  # AGENT_INTERNAL_TOKEN: standalone gateways' calls believed
     except (ValueError, ConfigurationError) as bad:  # a bad setting: say which, do not start
         log.error("not starting: %s", bad)
         return 2
@@ -186,7 +199,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
         http_port = args.http_port
         if http_port is None:
-            http_port = int(os.environ.get("AGENT_HTTP_PORT", "8080") or 8080)
+            http_port = current().value("AGENT_HTTP_PORT")
         tls_cert, tls_key, tls_client_ca = http_tls_files(args, config)
         try:
             # The private internal target is plaintext: only HTTP clients see TLS.

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from neuro_san.cli.serve_settings import a2a_served, config_from_args, openai_served
+from neuro_san.settings import current, process_env
 
 if TYPE_CHECKING:
     from neuro_san.service.server import ServerConfig
@@ -85,7 +86,7 @@ def parse_workers(text: str) -> int:
 
 def worker_count(args: argparse.Namespace) -> int | None:
     """How many workers to run; None (after logging why) when the settings are unusable."""
-    text = args.workers if args.workers is not None else os.environ.get("AGENT_WORKERS", "1") or "1"
+    text = args.workers if args.workers is not None else current().value("AGENT_WORKERS")
     try:
         count = parse_workers(str(text))
     except ValueError:
@@ -101,7 +102,7 @@ def worker_count(args: argparse.Namespace) -> int | None:
 
 
 def gateway_invoker_setting() -> str:
-    return os.environ.get(INVOKER_ENV, "").strip().lower() or "inprocess"
+    return str(process_env().get(INVOKER_ENV, "").strip().lower() or "inprocess")
 
 
 def gateway_in_process() -> bool:
@@ -110,12 +111,12 @@ def gateway_in_process() -> bool:
 
 
 def is_worker() -> bool:
-    return bool(os.environ.get(READY_FD_ENV))
+    return bool(process_env().get(READY_FD_ENV))
 
 
 def announce_ready(line: str) -> None:
     """A worker tells its parent on the private pipe; a lone server prints the line."""
-    fd = os.environ.get(READY_FD_ENV, "")
+    fd = process_env().get(READY_FD_ENV, "")
     if not fd:
         print(line, flush=True)
         return
@@ -130,7 +131,7 @@ async def stop_when_orphaned(stop: asyncio.Event) -> None:
     """In a worker: set ``stop`` (drain and exit, as on SIGTERM) once the parent that
     started it is gone; a lone server returns at once. Polls ``getppid`` (a re-parented
     worker sees another pid): portable, and one cheap syscall every half second."""
-    parent = int(os.environ.get(PARENT_PID_ENV, "0") or 0)
+    parent = int(process_env().get(PARENT_PID_ENV, "0") or 0)
     if not is_worker() or parent <= 0:
         return
     while not stop.is_set():
@@ -185,7 +186,8 @@ def _worker_command(args: argparse.Namespace, grpc_port: int, http_port: int) ->
 
 def _spawn(index: int, command: list[str]) -> _Worker:
     read_end, write_end = os.pipe()
-    env = {**os.environ, READY_FD_ENV: str(write_end), PARENT_PID_ENV: str(os.getpid()), "AGENT_WORKERS": "1"}
+    # A worker gets the parent's environment as read at start, with its pipe and parent.
+    env = {**process_env(), READY_FD_ENV: str(write_end), PARENT_PID_ENV: str(os.getpid()), "AGENT_WORKERS": "1"}
     process = subprocess.Popen(command, env=env, pass_fds=(write_end,))
     os.close(write_end)
     worker = _Worker(index, process, time.monotonic())
@@ -205,7 +207,7 @@ def _await_ready(worker: _Worker, read_end: int) -> None:
 def _ports(args: argparse.Namespace, config: ServerConfig) -> tuple[str, int, int]:
     http_port = args.http_port
     if http_port is None:
-        http_port = int(os.environ.get("AGENT_HTTP_PORT", "8080") or 8080)
+        http_port = current().value("AGENT_HTTP_PORT")
     return config.host, config.port, http_port
 
 
@@ -219,8 +221,8 @@ def _check_settings(args: argparse.Namespace, config: ServerConfig, count: int) 
         from gateway.host.allowed_hosts import AllowedHosts
         from gateway.host.connection_guard import ConnectionLimits
 
-        ConnectionLimits.from_env(os.environ)
-        AllowedHosts.from_env(os.environ)
+        ConnectionLimits.from_env(process_env())
+        AllowedHosts.from_env(process_env())
     alone = _per_worker_state(args, config)
     if alone:
         raise ValueError(f"--workers {count}: " + "; ".join(alone))
@@ -236,7 +238,7 @@ def _per_worker_state(args: argparse.Namespace, config: ServerConfig) -> list[st
     nothing is what its spec allows."""
     from gateway.state.interface import REDIS_URL_ENV  # names only: imports no Redis client
 
-    env = os.environ
+    env = process_env()
     alone = []
     if a2a_served(args) and not env.get(REDIS_URL_ENV, "").strip():
         alone.append(f"A2A's tasks, contextIds and push configurations would be each worker's own, and a "

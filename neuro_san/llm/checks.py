@@ -9,7 +9,6 @@ the environment at chat time or from the request's sly_data (bring-your-own-key)
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from neuro_san.llm.factory import OVERRIDE_ENV, apply_override, parse_override
 from neuro_san.llm.fallbacks import entries as fallback_entries
 from neuro_san.llm.fallbacks import fallbacks_problem, has_fallbacks
 from neuro_san.llm.llm_info import INFO_FILE_ENV, LlmInfo, load_llm_info
+from neuro_san.settings import process_env
 
 _INFO_CACHE: dict[str, LlmInfo] = {}
 
@@ -33,7 +33,7 @@ def _info(env: Mapping[str, str]) -> LlmInfo:
 
 def llm_config_problem(llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str | None:
     """Why the model this llm_config names cannot be served here, or None."""
-    environ = os.environ if env is None else env
+    environ = process_env() if env is None else env
     try:
         merged = apply_override(llm_config, parse_override(environ.get(OVERRIDE_ENV)))
     except ConfigurationError as error:

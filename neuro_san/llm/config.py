@@ -37,7 +37,6 @@ files, scripted agents included.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +44,7 @@ from neuro_san.core.errors import ConfigurationError
 from neuro_san.llm import providers
 from neuro_san.llm.llm_info import LlmInfo, default_table
 from neuro_san.llm.resolved import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, Provider, ResolvedConfig
+from neuro_san.settings import process_env
 
 logger = logging.getLogger(__name__)
 
@@ -64,14 +64,14 @@ _unknown_keys_logged: set[str] = set()
 def resolve_llm_config(
     llm_config: Mapping[str, Any], env: Mapping[str, str] | None = None, info: LlmInfo | None = None
 ) -> ResolvedConfig:
-    """Resolve an (already merged) llm_config against ``env`` (default ``os.environ``)
+    """Resolve an (already merged) llm_config against ``env`` (default: the process's settings)
     and the LLM info table ``info`` (default: the built-in one).
 
     Raises:
         ConfigurationError: no known provider, a missing API key or endpoint, an invalid
             number, or a ``"sly_data"`` key. The message names the key or env var to fix.
     """
-    environ: Mapping[str, str] = os.environ if env is None else env
+    environ: Mapping[str, str] = process_env() if env is None else env
     config = dict(llm_config)
     for key, value in config.items():
         if isinstance(value, str) and value.strip().lower() == "sly_data":

@@ -12,7 +12,6 @@ endpoint).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -28,6 +27,7 @@ from neuro_san.llm.http import DEFAULT_CONNECTION_LIMIT, HttpPool
 from neuro_san.llm.interface import Model
 from neuro_san.llm.llm_info import LlmInfo, load_llm_info
 from neuro_san.llm.providers import lookup
+from neuro_san.settings import process_env
 
 OVERRIDE_ENV = "AGENT_LLM_OVERRIDE"
 CONNECTIONS_ENV = "AGENT_LLM_MAX_CONNECTIONS"
@@ -82,8 +82,8 @@ class LlmFactory:
     """
 
     def __init__(self, *, env: Mapping[str, str] | None = None, pool: HttpPool | None = None):
-        """``env`` defaults to a snapshot of ``os.environ`` (``AGENT_LLM_OVERRIDE`` included)."""
-        self._env: dict[str, str] = dict(os.environ if env is None else env)
+        """``env`` defaults to a copy of the process's settings (``AGENT_LLM_OVERRIDE`` included)."""
+        self._env: dict[str, str] = dict(process_env() if env is None else env)
         self._override = parse_override(self._env.get(OVERRIDE_ENV))
         self._info = load_llm_info(self._env)
         self._pool = pool or HttpPool(connection_limit=_connection_limit(self._env.get(CONNECTIONS_ENV)))

@@ -14,12 +14,12 @@ here, by reference, for the client.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.settings import process_env
 
 PREFIX = "a2a+"
 
@@ -43,9 +43,10 @@ def a2a_url(ref: str) -> str:
 def _expand(value: str, where: str) -> str:
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in os.environ:
+        env = process_env()
+        if name not in env:
             raise ConfigurationError(f"{where}: environment variable {name} is not set")
-        return os.environ[name]
+        return env[name]
 
     return _ENV_VAR.sub(substitute, value)
 

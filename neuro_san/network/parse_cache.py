@@ -29,6 +29,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from neuro_san.settings import process_env
+
 #: Bumped when what is stored (the plain form of a parsed document) changes shape.
 _FORMAT = "1"
 _OFF = "off"
@@ -36,7 +38,7 @@ _OFF = "off"
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
     """Where parsed documents are kept, or None when ``AGENT_HOCON_CACHE_DIR=off``."""
-    env = os.environ if env is None else env
+    env = process_env() if env is None else env
     chosen = env.get("AGENT_HOCON_CACHE_DIR", "").strip()
     if chosen.lower() == _OFF:
         return None

@@ -16,7 +16,6 @@ when everything is good, 1 otherwise.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from neuro_san.network.files import read_document
 from neuro_san.network.loader import agent_positions, inspect_network, unserved_network_faults
 from neuro_san.network.manifest import Manifest, looks_like_manifest, network_name, parse_manifest, read_manifest
 from neuro_san.network.registry import manifest_paths_from_env
+from neuro_san.settings import process_env
 
 _AGENT_PATH = re.compile(r"tools\[(\d+)\]")
 
@@ -53,7 +53,7 @@ def main_validate(
     if not paths:
         print("nothing to validate: give network files or manifests", file=err)
         return 1
-    roots = [Path(p) for p in [*tool_paths, *os.environ.get("AGENT_TOOL_PATH", "").split(":")] if p]
+    roots = [Path(p) for p in [*tool_paths, *process_env().get("AGENT_TOOL_PATH", "").split(":")] if p]
     roots.append(BUNDLED_TOOLS)
     # In the order given: the faults of a path, or the networks it lists.
     items: list[_Target | NetworkLoadError] = []
@@ -113,7 +113,7 @@ def _served(manifests: list[Manifest], targets: list[_Target]) -> set[str]:
     ``AGENT_MANIFEST_FILE`` (what ``serve`` reads), or, with neither, the packaged
     manifest's; and the network files given."""
     manifests = list(manifests)
-    setting = os.environ.get("AGENT_MANIFEST_FILE", "").strip()
+    setting = process_env().get("AGENT_MANIFEST_FILE", "").strip()
     if setting or not manifests:
         for path in manifest_paths_from_env(setting):
             try:

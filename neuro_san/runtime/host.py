@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -45,6 +44,7 @@ from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.tool_binding import AgentToolBinder
 from neuro_san.runtime.transcript import front_man_transcript
 from neuro_san.runtime.usage_report import request_usage
+from neuro_san.settings import process_env
 
 _DONE = object()
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class NetworkHost:
         self.max_tokens_per_request = max_tokens_per_request
         self._models = models
         self._coded_tools = coded_tools
-        self._tools = AgentToolBinder(ExternalAgents(self, remote), mcp or McpClients.from_env(os.environ))
+        self._tools = AgentToolBinder(ExternalAgents(self, remote), mcp or McpClients.from_env(process_env()))
         self._keepalive = keepalive_seconds
         self._signer = signer
         self._telemetry = telemetry

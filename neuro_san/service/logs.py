@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-import os
 import sys
 import time
 from typing import Any
+
+from neuro_san.settings import SettingError, current
 
 #: (request_id, agent) of the call being served.
 CALL: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("neuro_san_call", default=None)
@@ -74,11 +75,21 @@ class PlainFormatter(logging.Formatter):
         return f"{text} [{getattr(record, 'agent', '')} {request_id}]" if request_id else text
 
 
+def _json_setting() -> bool:
+    """``AGENT_SERVICE_LOG_JSON`` (a switch), else JSON unless stderr is a terminal. A
+    malformed value is refused by the command's settings check (serve logs that refusal
+    through this handler, so here it falls back to the default instead of raising)."""
+    try:
+        choice = current().value("AGENT_SERVICE_LOG_JSON")
+    except SettingError:
+        choice = None
+    return bool(choice) if choice is not None else not sys.stderr.isatty()
+
+
 def configure_logging(level: str = "INFO", json_logs: bool | None = None) -> None:
     """Install one handler on the root logger (stderr), replacing any."""
     if json_logs is None:
-        setting = os.environ.get("AGENT_SERVICE_LOG_JSON", "").strip().lower()
-        json_logs = setting in ("1", "true", "yes") if setting else not sys.stderr.isatty()
+        json_logs = _json_setting()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_logs else PlainFormatter())
     handler.addFilter(_ContextFilter())

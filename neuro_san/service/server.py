@@ -21,7 +21,6 @@ from grpc_reflection.v1alpha import reflection
 
 from neuro_san.api.grpc import concierge_pb2, concierge_pb2_grpc, directory_pb2_grpc
 from neuro_san.core.access import AccessPolicy
-from neuro_san.core.env_settings import env_flag, env_number
 from neuro_san.core.errors import ConfigurationError
 from neuro_san.core.oauth_settings import OAuthSettings
 from neuro_san.core.rate_limits import CallerLimits, RateLimiter
@@ -48,6 +47,7 @@ from neuro_san.service.limits_gate import LocalGate, RedisGate
 from neuro_san.service.metrics import PRIVATE, PrometheusTelemetry
 from neuro_san.service.oauth import JwtVerifier
 from neuro_san.service.request_deadline import RequestMessageDeadline
+from neuro_san.settings import Settings, process_env
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +57,7 @@ PENDING_CALLS = 20_000
 CONCIERGE_SERVICE = concierge_pb2.DESCRIPTOR.services_by_name["ConciergeService"].full_name
 
 
-def _env_float(name: str, default: float) -> float:
-    """A number setting; one that is not a number (or is negative) is refused, not ignored."""
-    value = env_number(os.environ, name, float)
-    return default if value is None else float(value)
-
-
-def _env_path(name: str) -> Path | None:
-    value = os.environ.get(name, "").strip()
+def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
@@ -134,29 +127,31 @@ class ServerConfig:
         )
 
     @classmethod
-    def from_env(cls) -> ServerConfig:
-        env = os.environ
-        tool_paths = [Path(p) for p in env.get("AGENT_TOOL_PATH", "").split(":") if p]
-        forwarded = env.get("AGENT_FORWARDED_REQUEST_METADATA", "request_id user_id")
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ServerConfig:
+        """The server's settings (the process's, unless ``env`` is given), typed by the
+        registry: a malformed value raises SettingError (a ValueError) naming it."""
+        values = Settings(process_env() if env is None else env)
+        tool_paths = [Path(p) for p in (values.value("AGENT_TOOL_PATH") or "").split(":") if p]
+        limits_url = values.value("AGENT_LIMITS_REDIS_URL") or values.value("AGENT_REDIS_URL") or ""
         return cls(
-            port=int(_env_float("AGENT_PORT", 30011)),
-            server_name=env.get("AGENT_SERVER_NAME", "neuro-san.Agent") or "neuro-san.Agent",
-            manifest_paths=manifest_paths_from_env(env.get("AGENT_MANIFEST_FILE")),
+            port=values.value("AGENT_PORT"),
+            server_name=values.value("AGENT_SERVER_NAME"),
+            manifest_paths=manifest_paths_from_env(values.get("AGENT_MANIFEST_FILE")),
             tool_paths=tool_paths,
-            forwarded_metadata=_forwarded(forwarded, env),
-            keepalive_seconds=_env_float("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS", 0.0),
-            manifest_update_seconds=_env_float("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS", 0.0),
-            max_concurrent_requests=int(_env_float("AGENT_MAX_CONCURRENT_REQUESTS", 0)),
-            chat_context_key=env.get("AGENT_CHAT_CONTEXT_KEY", "").encode() or None,
-            access=_access(env),
-            tls_cert=_env_path("AGENT_TLS_CERT_FILE"),
-            tls_key=_env_path("AGENT_TLS_KEY_FILE"),
-            tls_client_ca=_env_path("AGENT_TLS_CLIENT_CA_FILE"),
-            tracing=_tracing(env),
-            connection_limits=GrpcConnectionLimits.from_env(env),
-            rate_limits=CallerLimits.from_env(env),
-            max_tokens_per_request=int(_env_float("AGENT_MAX_TOKENS_PER_REQUEST", 0)),
-            limits_redis_url=env.get("AGENT_LIMITS_REDIS_URL", "").strip() or env.get("AGENT_REDIS_URL", "").strip(),
+            forwarded_metadata=_forwarded(values.value("AGENT_FORWARDED_REQUEST_METADATA"), values),
+            keepalive_seconds=float(values.value("AGENT_STREAM_KEEP_ALIVE_WITH_PROGRESS_INTERVAL_SECONDS")),
+            manifest_update_seconds=float(values.value("AGENT_MANIFEST_UPDATE_PERIOD_SECONDS")),
+            max_concurrent_requests=values.value("AGENT_MAX_CONCURRENT_REQUESTS"),
+            chat_context_key=(values.value("AGENT_CHAT_CONTEXT_KEY") or "").encode() or None,
+            access=_access(values),
+            tls_cert=_path(values.value("AGENT_TLS_CERT_FILE")),
+            tls_key=_path(values.value("AGENT_TLS_KEY_FILE")),
+            tls_client_ca=_path(values.value("AGENT_TLS_CLIENT_CA_FILE")),
+            tracing=_tracing(values),
+            connection_limits=GrpcConnectionLimits.from_env(values),
+            rate_limits=CallerLimits.from_env(values),
+            max_tokens_per_request=values.value("AGENT_MAX_TOKENS_PER_REQUEST"),
+            limits_redis_url=limits_url,
         )
 
 
@@ -351,11 +346,9 @@ class AgentServer:
             await self._server.wait_for_termination()
 
 
-def _tracing(env: Mapping[str, str]) -> bool:
+def _tracing(settings: Settings) -> bool:
     """``AGENT_TRACING``: ``otel`` (or ``opentelemetry``), or a switch; anything else is refused."""
-    if env.get("AGENT_TRACING", "").strip().lower() in ("otel", "opentelemetry"):
-        return True
-    return env_flag(env, "AGENT_TRACING", False)
+    return bool(settings.value("AGENT_TRACING"))
 
 
 def _with_tracing(metrics: Telemetry) -> Telemetry:

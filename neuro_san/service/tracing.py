@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -49,6 +48,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from neuro_san.core.telemetry import AttributeValue, Telemetry
+from neuro_san.settings import process_env
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class TracingTelemetry(Telemetry):
 def tracing_telemetry(metrics: Telemetry) -> Telemetry:
     """Tracing over ``metrics``, with a tracer provider installed if the process has none."""
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(_provider_from_env(os.environ))
+        trace.set_tracer_provider(_provider_from_env(process_env()))
     return TracingTelemetry(metrics)
 
 

@@ -10,7 +10,6 @@ path (a misspelt setting should not silently change nothing).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -18,6 +17,7 @@ from typing import Any
 
 from neuro_san.network.middleware_args import MiddlewareArgs
 from neuro_san.network.middleware_registry import EntryContext, MiddlewareClass
+from neuro_san.settings import SettingError, Settings, process_env
 from neuro_san.studio.mem0_settings import Mem0Settings, Mem0Unavailable, mem0_settings
 
 MEMORY_CLASS = "middleware.persistent_memory.persistent_memory_middleware.PersistentMemoryMiddleware"
@@ -124,12 +124,12 @@ def parse_studio(
     (``env``, the process environment by default) at load, as studio reads them at import.
     ``reservations``: the entry's ``allow.reservations`` is true."""
     if class_name in (DEFINITION_CLASS, PERSISTENCE_CLASS):
-        return _designer(class_name, check, os.environ if env is None else env, reservations)
+        return _designer(class_name, check, process_env() if env is None else env, reservations)
     if class_name in (STRUCTURE_CLASS, INSTRUCTIONS_CLASS):
         check.finish()  # only the injected sly_data, which the native class reads itself
         return DesignerValidationSettings("structure" if class_name == STRUCTURE_CLASS else "instructions")
     if class_name == MEMORY_CLASS:
-        return _memory(check, os.environ if env is None else env)
+        return _memory(check, process_env() if env is None else env)
     if class_name == SKILLS_CLASS:
         return _skills(check)
     return _checklist(check)
@@ -164,7 +164,7 @@ def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str], re
         check.finish()
         return settings
     check.read.add("reservationist")  # studio's: the reservations mode needs it
-    use_reservations = env.get("AGENT_NETWORK_DESIGNER_USE_RESERVATIONS", "false").lower() == "true"
+    use_reservations = _switch(check, env, "AGENT_NETWORK_DESIGNER_USE_RESERVATIONS")
     if use_reservations and not (reservations and check.args.get("reservationist") is True):
         # Studio falls back to saving nothing at all; a designer that silently loses its work is worse.
         raise check.fail(
@@ -181,7 +181,7 @@ def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str], re
         reason = f"AGENT_NETWORK_DESIGNER_MAX_VALIDATION_ATTEMPTS must be a whole number, not {raw!r}"
         raise check.fail("class", reason) from None
     subdirectory = env.get("AGENT_NETWORK_DESIGNER_SUBDIRECTORY", "generated").strip("/") or "generated"
-    demo = env.get("AGENT_NETWORK_DESIGNER_DEMO_MODE", "true").lower() == "true"
+    demo = _switch(check, env, "AGENT_NETWORK_DESIGNER_DEMO_MODE")
     check.finish()
     return DesignerPersistenceSettings(
         demo_mode=demo,
@@ -190,6 +190,14 @@ def _designer(class_name: str, check: MiddlewareArgs, env: Mapping[str, str], re
         use_reservations=use_reservations,
         lifetime_seconds=lifetime,
     )
+
+
+def _switch(check: MiddlewareArgs, env: Mapping[str, str], name: str) -> bool:
+    """A studio switch in the one grammar (studio takes only "true"; a typo is refused, not off)."""
+    try:
+        return bool(Settings(env).value(name))
+    except SettingError as error:
+        raise check.fail("class", str(error)) from None
 
 
 def _lifetime(check: MiddlewareArgs, raw: str) -> float:

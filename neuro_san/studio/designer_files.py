@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neuro_san.settings import process_env
+
 MANIFEST_NAME = "manifest.hocon"
 DEFAULT_REGISTRIES = "registries"
 MAX_EXECUTION_SECONDS = 600
@@ -105,7 +107,7 @@ def network_hocon(
 def registries_dir() -> Path:
     """Where generated networks go: the folder of the first manifest in ``AGENT_MANIFEST_FILE``,
     else ``registries`` under the working directory (as studio decides it)."""
-    first = next((part for part in os.environ.get("AGENT_MANIFEST_FILE", "").split(os.pathsep) if part), "")
+    first = next((part for part in process_env().get("AGENT_MANIFEST_FILE", "").split(os.pathsep) if part), "")
     return Path(os.path.dirname(first)) if first else Path(DEFAULT_REGISTRIES)
 
 

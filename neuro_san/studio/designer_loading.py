@@ -32,6 +32,7 @@ from typing import Any
 from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.network.files import read_document
 from neuro_san.reservations.store import ReservationStore
+from neuro_san.settings import process_env
 from neuro_san.studio.designer_files import DEFAULT_REGISTRIES
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ Loaded = tuple[dict[str, Any], str, dict[str, Any]]
 
 
 def _manifest_dirs() -> list[str]:
-    parts = [part for part in os.environ.get("AGENT_MANIFEST_FILE", "").split(os.pathsep) if part.strip()]
+    parts = [part for part in process_env().get("AGENT_MANIFEST_FILE", "").split(os.pathsep) if part.strip()]
     return [os.path.dirname(part) or "." for part in parts]
 
 

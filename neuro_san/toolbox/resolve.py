@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.core.mappings import deep_merge
+from neuro_san.settings import process_env
 from neuro_san.toolbox.defaults import DEFAULT_TOOLBOX, NATIVE_CLASSES, REMOVED_ENTRIES
 
 TOOLBOX_ENV = "AGENT_TOOLBOX_INFO_FILE"
@@ -45,7 +45,7 @@ def load_toolbox(
     configured = document.get("toolbox_info_file")
     if configured is not None and not isinstance(configured, str):
         raise NetworkLoadError(file, "toolbox_info_file", f"must be a file name, not {type_name(configured)}")
-    name = configured or os.environ.get(TOOLBOX_ENV, "").strip() or None
+    name = configured or process_env().get(TOOLBOX_ENV, "").strip() or None
     if name is None:
         return _deep_copy(DEFAULT_TOOLBOX), None
     path = Path(name)

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(("setting", "said"), [
-    ("AGENT_RATE_LIMIT_CHATS=abc", "limit 'chats' must be a number, not 'abc'"),
-    ("AGENT_TOKEN_BUDGET_PER_HOUR=-5", "tokens_per_hour"),
+    ("AGENT_RATE_LIMIT_CHATS=abc", "AGENT_RATE_LIMIT_CHATS='abc' is not a number"),
+    ("AGENT_TOKEN_BUDGET_PER_HOUR=-5", "AGENT_TOKEN_BUDGET_PER_HOUR='-5' must not be negative"),
     ("AGENT_HTTP_MAX_CONNECTIONS=lots", "AGENT_HTTP_MAX_CONNECTIONS='lots' is not a number"),
     ("AGENT_GRPC_KEEPALIVE_SECONDS=-1", "AGENT_GRPC_KEEPALIVE_SECONDS='-1' must not be negative"),
     ("AGENT_MAX_CONCURRENT_REQUESTS=many", "AGENT_MAX_CONCURRENT_REQUESTS='many' is not a number"),

@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 ROOTS: dict[str, Path] = {"neuro_san": REPO / "neuro_san", "gateway": REPO / "gateway"}
 
 CORE = "neuro_san.core"
+#: The settings registry: every package reads its settings there; it knows only the core.
+SETTINGS = "neuro_san.settings"
 #: Proto <-> core conversion, below both the service and the client library.
 WIRE = "neuro_san.wire"
 #: neuro-san-studio's applications, plugged into the middleware registry by the composer.
@@ -46,6 +48,9 @@ TRANSCODER_INSIDES = tuple(f"{TRANSCODER}.{name}" for name in ("frontend", "rout
 INVOKER_IMPLEMENTATIONS = tuple(f"{INVOKERS}.{name}" for name in ("channel", "inprocess", "local_call"))
 #: The server's insides: the HTTP port reaches agents only through an invoker.
 SERVER_INSIDES = (WIRE, *BELOW_SERVICE, "neuro_san.service", "neuro_san.client", "neuro_san.cli")
+#: Every package of ours but the core and the settings themselves.
+ABOVE_SETTINGS = (WIRE, *BELOW_SERVICE, "neuro_san.periodic", "neuro_san.reservations", "neuro_san.registries",
+                  "neuro_san.coded_tools", STUDIO, "neuro_san.service", *ABOVE_SERVICE)
 
 
 @dataclass(frozen=True)
@@ -62,9 +67,10 @@ class Rule:
 FORBIDDEN: tuple[Rule, ...] = (
     Rule(
         (CORE,),
-        (WIRE, *BELOW_SERVICE, "neuro_san.service", *ABOVE_SERVICE),
-        "the core is transport-free and knows no layer above it",
+        (SETTINGS, WIRE, *BELOW_SERVICE, "neuro_san.service", *ABOVE_SERVICE),
+        "the core is transport-free and knows no layer above it (its readers take the settings as a Mapping)",
     ),
+    Rule((SETTINGS,), ABOVE_SETTINGS, "the settings registry sits just above the core: everything reads it"),
     Rule(
         (WIRE,),
         (*BELOW_SERVICE, "neuro_san.service", *ABOVE_SERVICE),

@@ -107,6 +107,8 @@ def expectations(command: str) -> list[str]:
         return [AGENT_SERVICE]
     if "/mcp" in command and "tools/list" in command:
         return ['"name":"math_guy"', '"inputSchema":{"type":"object"']
+    if command.startswith("neuro-san config"):
+        return ["AGENT_PORT", "AGENT_MCP_ENABLE", "OPENAI_API_KEY"]
     if "/ag-ui/" in command:  # the AG-UI event stream
         return ['"type":"RUN_STARTED"', '"type":"TOOL_CALL_START"', '"delta":"42."', '"snapshot":{"equals":42}',
                 '"type":"RUN_FINISHED"']

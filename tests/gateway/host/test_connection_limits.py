@@ -254,7 +254,7 @@ def test_bad_limit_settings_are_refused_at_start() -> None:
     ("name", "value", "said"),
     [
         ("AGENT_GRPC_KEEPALIVE_SECONDS", "x", "AGENT_GRPC_KEEPALIVE_SECONDS='x' is not a number"),
-        ("AGENT_RATE_LIMIT_CHATS", "many", "limit 'chats' must be a number"),
+        ("AGENT_RATE_LIMIT_CHATS", "many", "AGENT_RATE_LIMIT_CHATS='many' is not a number"),
         ("AGENT_HTTP_MAX_CONNECTIONS", "lots", "AGENT_HTTP_MAX_CONNECTIONS='lots' is not a number"),
         # These were ignored with a warning before; settings that change behaviour are refused.
         ("AGENT_MAX_CONCURRENT_REQUESTS", "many", "AGENT_MAX_CONCURRENT_REQUESTS='many' is not a number"),
