@@ -28,6 +28,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` different free ports: each socket is held until all are chosen, so two calls
+    of :func:`free_port` cannot hand out the same port twice (CI saw gRPC and HTTP collide)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+
+
 @dataclass
 class ServerProcess:
     process: subprocess.Popen[str]
@@ -76,8 +86,8 @@ def launch(
 ) -> ServerProcess:
     """Start ``neuro-san serve`` and wait until it is ready. The caller terminates it.
     ``http_port``: a port chosen beforehand (when the settings must name the server's URL)."""
-    grpc_port = free_port()
-    http_port = (http_port or free_port()) if http else 0
+    grpc_port, spare = free_ports(2)
+    http_port = (http_port or spare) if http else 0
     args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", str(grpc_port)]
     args += ["--http-port", str(http_port)] if http else ["--no-http"]
     args += ["--manifest", str(manifest or BUNDLED_MANIFEST)]
