@@ -45,7 +45,7 @@ async def service_rounds(rounds: int, chats: int, sink: Any) -> list[float]:
         ])]),
     )  # fmt: skip
 
-    class Host:  # the part of AgentHost a StreamingChat uses
+    class Host:  # the part of AgentApi a StreamingChat uses
         def has_agent(self, agent: str) -> bool:
             return agent == "echo"
 

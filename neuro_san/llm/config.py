@@ -3,15 +3,15 @@
 This module picks the provider and reads the keys common to all of them; the provider
 (:mod:`~neuro_san.llm.providers`, the registry) knows its vendor's base URL, auth
 header, environment variables and own keys, and builds the model for a wire-protocol
-adapter (:mod:`~neuro_san.llm.openai_chat`, :mod:`~neuro_san.llm.anthropic`…).
+adapter (:mod:`~neuro_san.llm.adapters.openai_chat`, :mod:`~neuro_san.llm.adapters.anthropic`…).
 
 Resolution follows neuro-san's ``llm_config`` conventions:
 
 ``class``
     one of the registered providers (:mod:`neuro_san.llm.providers`: OpenAI, Azure,
-    Ollama and the OpenAI-compatible services in :mod:`~neuro_san.llm.providers_openai`,
-    Anthropic, Gemini and Bedrock in :mod:`~neuro_san.llm.providers_native`, ``scripted``
-    the offline model of :mod:`neuro_san.llm.scripted`; each provider's keys are described
+    Ollama and the OpenAI-compatible services in :mod:`~neuro_san.llm.providers.openai`,
+    Anthropic, Gemini and Bedrock in :mod:`~neuro_san.llm.providers.native`, ``scripted``
+    the offline model of :mod:`neuro_san.llm.adapters.scripted`; each provider's keys are described
     in its module). Without it the provider comes from
     ``model_name`` through the LLM info table (:mod:`neuro_san.llm.llm_info`, extended by
     ``AGENT_LLM_INFO_FILE``), as neuro-san resolves it. An empty ``llm_config`` means

@@ -13,7 +13,7 @@ Doing that in one place gives three guarantees the adapters need not repeat:
   sooner, and the chat's own deadline is the better judge of how long to keep trying.
 - **One error vocabulary.** Whatever went wrong leaves as a :mod:`neuro_san.llm.errors`
   exception, translated exactly once, here (a status's meaning:
-  :mod:`neuro_san.llm.http_failures`). Messages never contain API keys (secret
+  :mod:`neuro_san.llm.errors`). Messages never contain API keys (secret
   header values are scrubbed from provider excerpts) and logs never contain request
   bodies (they hold user text) or headers.
 
@@ -41,8 +41,9 @@ from neuro_san.llm.errors import (
     LlmError,
     LlmMalformedReply,
     LlmTimeout,
+    excerpt_text,
+    http_failure,
 )
-from neuro_san.llm.http_failures import excerpt_text, http_failure
 from neuro_san.llm.retry import RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
 
 logger = logging.getLogger(__name__)
@@ -225,7 +226,7 @@ class HttpPool:
             target: what was asked for, for the 404 message (for example a model name).
             signer: signs every attempt over the exact body bytes (AWS SigV4).
             read: reads a successful (2xx) reply instead of decoding it as one JSON
-                object: a streamed reply (:mod:`neuro_san.llm.streaming`). Whatever it
+                object: a streamed reply (:mod:`neuro_san.llm.streams.framing`). Whatever it
                 raises ends the call: no retry once a reply has begun (its pieces may
                 already have reached the client).
 

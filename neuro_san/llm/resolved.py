@@ -2,7 +2,7 @@
 :class:`ResolvedConfig` (the resolved form, the key of the model cache).
 
 This is the bottom of the provider layer: the provider modules
-(:mod:`~neuro_san.llm.providers_openai`, :mod:`~neuro_san.llm.providers_native`), the
+(:mod:`~neuro_san.llm.providers.openai`, :mod:`~neuro_san.llm.providers.native`), the
 registry (:mod:`~neuro_san.llm.providers`) and the resolution entry point
 (:mod:`~neuro_san.llm.config`) all import it, and it imports none of them.
 """

@@ -2,7 +2,7 @@
 
 A manifest (HOCON, YAML or JSON) maps paths relative to its own folder to ``true``,
 ``false`` or ``{serve: bool, public: bool, mcp: …, periodic: …}`` (``mcp``: see
-:mod:`neuro_san.network.mcp_tools`; ``periodic``: scheduled chats, ``neuro_san.periodic``).
+:mod:`neuro_san.network.served_as_mcp`; ``periodic``: scheduled chats, ``neuro_san.periodic``).
 The agent name is the path without its extension, sub-folders included:
 ``deep/math_guy.hocon`` serves ``deep/math_guy``.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from neuro_san.core.load_errors import NetworkLoadError, type_name
 from neuro_san.network.files import SUPPORTED_SUFFIXES, read_document
-from neuro_san.network.mcp_tools import McpSetting, parse_mcp_setting
+from neuro_san.network.served_as_mcp import McpSetting, parse_mcp_setting
 from neuro_san.periodic.config import Interaction, parse_periodic
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from neuro_san.network.middleware_config import MiddlewareConfig
 
 from neuro_san.network.mcp_refs import McpServerRef
-from neuro_san.network.mcp_tools import McpSetting
+from neuro_san.network.served_as_mcp import McpSetting
 
 AgentKind = Literal["llm_agent", "coded_tool"]
 

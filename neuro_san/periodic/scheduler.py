@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
-from neuro_san.core.host import AgentHost
+from neuro_san.core.agent_api import AgentApi
 from neuro_san.core.messages import ChatFilter, ChatRequest
 from neuro_san.periodic.config import Interaction
 
@@ -27,7 +27,7 @@ MAX_SLEEP_SECONDS = 30.0
 InteractionSource = Callable[[], Mapping[str, tuple[Interaction, ...]]]
 
 
-async def run_interaction(host: AgentHost, network: str, interaction: Interaction) -> None:
+async def run_interaction(agents: AgentApi, network: str, interaction: Interaction) -> None:
     request = ChatRequest(
         user_text=interaction.text,
         sly_data=copy.deepcopy(dict(interaction.sly_data)),
@@ -35,7 +35,7 @@ async def run_interaction(host: AgentHost, network: str, interaction: Interactio
         metadata=dict(interaction.metadata),
     )
     try:
-        async for _ in host.chat(network, request):
+        async for _ in agents.chat(network, request):
             pass
     except asyncio.CancelledError:
         raise
@@ -47,7 +47,7 @@ async def run_interaction(host: AgentHost, network: str, interaction: Interactio
 
 async def run_periodic(
     interactions: InteractionSource,
-    host: AgentHost,
+    agents: AgentApi,
     now: Callable[[], datetime] = lambda: datetime.now().astimezone(),
 ) -> None:
     """Fire every interaction on its schedule until cancelled (which cancels the chats
@@ -66,7 +66,7 @@ async def run_periodic(
             for key, (interaction, at) in list(scheduled.items()):
                 if at <= moment:
                     scheduled[key] = (interaction, interaction.schedule.next_after(moment))
-                    task = asyncio.create_task(run_interaction(host, key[0], interaction))
+                    task = asyncio.create_task(run_interaction(agents, key[0], interaction))
                     running.add(task)
                     task.add_done_callback(running.discard)
             wake = min((at for _, at in scheduled.values()), default=moment + timedelta(seconds=MAX_SLEEP_SECONDS))

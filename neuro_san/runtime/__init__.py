@@ -1,6 +1,6 @@
 """The agent runtime: runs one chat turn over an agent network.
 
-``host.NetworkHost`` implements ``core.host.AgentHost``; per request it builds a
+``network_runner.NetworkRunner`` implements ``core.agent_api.AgentApi``; per request it builds a
 ``context.RequestContext`` and runs the front man with ``agent_loop.run_llm_agent``,
 which calls tools through ``tools.call_tool``. Every kind of tool (sub-agents, coded
 tools, external agents, MCP tools) is a ``tool_interface.Tool``, made for each agent by

@@ -1,6 +1,6 @@
 """Calling other agent networks as tools: ``/name`` here, or a remote server.
 
-``/name`` runs in-process through the local host (no network hop, no port guessing).
+``/name`` runs in-process through the local AgentApi (no network hop, no port guessing).
 ``http(s)://host:port/name`` and ``grpc://host:port/name`` go through a
 :class:`RemoteAgent` made by the ``remote`` factory (the client library supplies one).
 ``a2a+http(s)://…`` names an A2A agent (:mod:`neuro_san.runtime.a2a_agents`).
@@ -27,7 +27,7 @@ from neuro_san.runtime.arguments import a2a_input_text, network_input_text
 from neuro_san.runtime.journal_shapes import got_result, received_arguments
 
 if TYPE_CHECKING:
-    from neuro_san.core.host import AgentHost
+    from neuro_san.core.agent_api import AgentApi
     from neuro_san.runtime.context import RequestContext
 
 
@@ -45,8 +45,8 @@ RemoteFactory = Callable[[str], RemoteAgent]
 class ExternalAgents:
     """Resolves and calls external agent references; shared by all requests."""
 
-    def __init__(self, host: AgentHost, remote: RemoteFactory | None = None) -> None:
-        self._host = host
+    def __init__(self, agents: AgentApi, remote: RemoteFactory | None = None) -> None:
+        self._agents = agents
         self._remote = remote
         self._remotes: dict[str, RemoteAgent] = {}
 
@@ -63,7 +63,7 @@ class ExternalAgents:
     async def function(self, ref: str) -> Mapping[str, Any]:
         if ref.startswith("/"):
             try:
-                return self._host.function(ref[1:])
+                return self._agents.function(ref[1:])
             except AgentNotFound:
                 return {}
         try:
@@ -73,9 +73,9 @@ class ExternalAgents:
 
     def _chat(self, ref: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
         if ref.startswith("/"):
-            if not self._host.has_agent(ref[1:]):
+            if not self._agents.has_agent(ref[1:]):
                 raise UpstreamUnavailable(f"external agent {ref!r} is not served here")
-            return self._host.chat(ref[1:], request)
+            return self._agents.chat(ref[1:], request)
         return self._remote_agent(ref).chat(request)
 
     async def call(

@@ -21,7 +21,7 @@ from neuro_san.llm.schema import tool_parameters_schema
 from neuro_san.network.mcp_refs import McpServerRef
 from neuro_san.network.spec import AgentSpec, is_external_ref
 from neuro_san.runtime.arguments import synthesized_inquiry_schema
-from neuro_san.runtime.mcp_tools import McpClients, bind_mcp_server, collision_notice
+from neuro_san.runtime.mcp_server_tools import McpClients, bind_mcp_server, collision_notice
 from neuro_san.runtime.tool_interface import Tool, ToolSet
 from neuro_san.runtime.tool_kinds import ExternalAgentTool, LocalAgentTool
 
@@ -61,7 +61,7 @@ _TOOL_SETS_SIZE = 4096
 
 
 class AgentToolBinder:
-    """The :class:`~neuro_san.runtime.tool_interface.ToolBinder` of a ``NetworkHost``."""
+    """The :class:`~neuro_san.runtime.tool_interface.ToolBinder` of a ``NetworkRunner``."""
 
     def __init__(self, externals: ExternalAgents, mcp: McpClients | None = None) -> None:
         self.externals = externals

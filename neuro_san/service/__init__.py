@@ -1,1 +1,1 @@
-"""The grpc.aio service: thin servicers over ``core.host.AgentHost``."""
+"""The grpc.aio service: thin servicers over ``core.agent_api.AgentApi``."""

@@ -32,8 +32,8 @@ from neuro_san.core.access import (
     private_named_only,
     public_directory,
 )
+from neuro_san.core.agent_api import AgentApi
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
-from neuro_san.core.host import AgentHost
 from neuro_san.core.internal_metadata import AGENT_NAME_KEY, client_history, inbound_metadata
 from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
@@ -127,14 +127,14 @@ def _id_trailer() -> tuple[tuple[str, str], ...]:
 class AgentRouter(grpc.GenericRpcHandler):
     def __init__(
         self,
-        host: AgentHost,
+        agents: AgentApi,
         forwarded_metadata: Sequence[str] = (),
         admission: Admission | None = None,
         access: AccessPolicy | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
         gate: LocalGate | RedisGate | None = None,
     ) -> None:
-        self._host = host
+        self._agents = agents
         #: Per-caller rate limits and token budgets.
         self._gate = gate or LocalGate(RateLimiter(), TokenLedger())
         self._telemetry = telemetry
@@ -152,7 +152,7 @@ class AgentRouter(grpc.GenericRpcHandler):
         if not service.endswith(AGENT_SUFFIX):
             return None
         agent = service[: -len(AGENT_SUFFIX)]
-        if not self._host.has_agent(agent):
+        if not self._agents.has_agent(agent):
             return None
         handler = self._per_agent.get(path)
         if handler is None:
@@ -184,10 +184,10 @@ class AgentRouter(grpc.GenericRpcHandler):
         }
 
     def _function(self, agent: str, _request: agent_pb2.FunctionRequest) -> agent_pb2.FunctionResponse:
-        return convert.function_to_proto(self._host.function(agent))
+        return convert.function_to_proto(self._agents.function(agent))
 
     def _connectivity(self, agent: str, _request: agent_pb2.ConnectivityRequest) -> agent_pb2.ConnectivityResponse:
-        return convert.connectivity_to_proto(*self._host.connectivity(agent))
+        return convert.connectivity_to_proto(*self._agents.connectivity(agent))
 
     async def _agent_name(self, fixed: str | None, call: _Call, directory: bool = False) -> str:
         """The agent the call names, once the caller (API key or OAuth access token) is
@@ -195,15 +195,15 @@ class AgentRouter(grpc.GenericRpcHandler):
         metadata = call.metadata
         name = fixed if fixed is not None else self._named_in_metadata(metadata)
         if directory and public_directory(metadata):  # a public description, read without credentials
-            if not self._host.is_public(name):
+            if not self._agents.is_public(name):
                 raise AgentNotFound(name)
             return name
         principal = ANYONE
         if self._access.enabled:
             principal = await self._access.identify(credentials_from_metadata(metadata))
-            self._access.check(principal, name, self._host.is_public(name))
+            self._access.check(principal, name, self._agents.is_public(name))
             call.principal = principal
-        if not exposed(principal, name, self._host.is_public(name), named_only=private_named_only(metadata)):
+        if not exposed(principal, name, self._agents.is_public(name), named_only=private_named_only(metadata)):
             raise AgentNotFound(name)
         return name
 
@@ -296,7 +296,7 @@ class AgentRouter(grpc.GenericRpcHandler):
                         # Believed only from our own front-ends: inbound_metadata dropped it otherwise.
                         chat_request.client_history = client_history(call.metadata)
                         echo = request if chat_request.chat_filter.is_maximal else None
-                        stream = self._host.chat(name, chat_request)
+                        stream = self._agents.chat(name, chat_request)
                         try:
                             async for message in stream:
                                 if message is None:

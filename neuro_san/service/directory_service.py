@@ -16,8 +16,8 @@ import grpc
 
 from neuro_san.api.grpc import directory_pb2, directory_pb2_grpc
 from neuro_san.core.access import AccessPolicy
+from neuro_san.core.agent_api import AgentApi
 from neuro_san.core.errors import AgentNotFound
-from neuro_san.core.host import AgentHost
 from neuro_san.core.internal_metadata import from_own_gateway, inbound_metadata
 from neuro_san.service.concierge_service import visible_agents
 from neuro_san.service.errors import abort_with
@@ -25,8 +25,8 @@ from neuro_san.wire import convert
 
 
 class DirectoryServicer(directory_pb2_grpc.DirectoryServiceServicer):
-    def __init__(self, host: AgentHost, access: AccessPolicy | None = None) -> None:
-        self._host = host
+    def __init__(self, agents: AgentApi, access: AccessPolicy | None = None) -> None:
+        self._agents = agents
         self._access = access or AccessPolicy()
 
     async def List(  # noqa: N802 - the generated servicer's name
@@ -39,9 +39,9 @@ class DirectoryServicer(directory_pb2_grpc.DirectoryServiceServicer):
             # as the privileged metadata is; anyone else is answered as an ordinary caller.
             public_only = request.public_directory and from_own_gateway(raw, context.peer())
             response = directory_pb2.DirectoryResponse()
-            for info in await visible_agents(self._host, self._access, metadata, public_only):
+            for info in await visible_agents(self._agents, self._access, metadata, public_only):
                 try:
-                    function = convert.function_to_proto(self._host.function(info.agent_name)).function
+                    function = convert.function_to_proto(self._agents.function(info.agent_name)).function
                 except AgentNotFound:
                     continue  # removed by a reload between the listing and this line
                 response.entries.add(agent_name=info.agent_name, description=info.description, tags=list(info.tags),

@@ -3,7 +3,7 @@ optionally, the HTTP gateway in the same process.
 
 ``ServerConfig.from_env()`` reads neuro-san's environment variables; the CLI's flags
 override them. ``AgentServer`` owns everything shared by calls: the network registry,
-the model factory (HTTP sessions), the coded-tool resolver and the host.
+the model factory (HTTP sessions), the coded-tool resolver and the network runner.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from neuro_san.network.registry import NetworkRegistry, manifest_paths_from_env
 from neuro_san.periodic.scheduler import run_periodic
 from neuro_san.runtime.coded_tools import CodedToolResolver
 from neuro_san.runtime.external import RemoteFactory
-from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.network_runner import NetworkRunner
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.service.admission import Admission
 from neuro_san.service.agent_service import SERVICE as AGENT_SERVICE
@@ -182,7 +182,7 @@ class AgentServer:
         self.registry.on_change.append(lambda names: self.telemetry.networks_changed(len(names)))
         self.models = LlmFactory(pool=HttpPool(on_retry=self.telemetry.llm_retry))
         self._remote_close = remote_close
-        self.host = NetworkHost(
+        self.runner = NetworkRunner(
             self.registry,
             self.models,
             CodedToolResolver(roots),
@@ -257,16 +257,16 @@ class AgentServer:
         )
         access = self.config.access
         router = AgentRouter(
-            self.host, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.gate
+            self.runner, self.config.forwarded_metadata, self.admission, access, self.telemetry, self.gate
         )
         self.handlers.add_generic_rpc_handlers([router])
         concierge_pb2_grpc.add_ConciergeServiceServicer_to_server(
-            ConciergeServicer(self.host, access), self.handlers  # type: ignore[arg-type]
+            ConciergeServicer(self.runner, access), self.handlers  # type: ignore[arg-type]
         )
         # The front-ends' directory (MCP, A2A): on the gRPC port, not on REST, and not listed by
         # reflection, so what a gRPC client discovers is neuro-san's API as it is.
         directory_pb2_grpc.add_DirectoryServiceServicer_to_server(
-            DirectoryServicer(self.host, access), self.handlers  # type: ignore[arg-type]
+            DirectoryServicer(self.runner, access), self.handlers  # type: ignore[arg-type]
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.handlers)  # type: ignore[arg-type]
         self.handlers.install(server)
@@ -290,7 +290,7 @@ class AgentServer:
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if self.config.manifest_update_seconds > 0:
             self._watch = asyncio.create_task(self.registry.watch(self.config.manifest_update_seconds))
-        self._periodic = asyncio.create_task(run_periodic(self.registry.periodic, self.host))
+        self._periodic = asyncio.create_task(run_periodic(self.registry.periodic, self.runner))
         if not access.enabled and self.config.host not in ("127.0.0.1", "localhost", "::1"):
             log.warning(
                 "listening on %s without authentication: anyone who can reach this port can call every "
@@ -335,7 +335,7 @@ class AgentServer:
         if self._server is not None:
             await self._server.stop(max(0.0, grace - (loop.time() - started)))
         await self.models.aclose()
-        await self.host.aclose()
+        await self.runner.aclose()
         if isinstance(self.gate, RedisGate):
             await self.gate.close()
         if self._remote_close is not None:

@@ -20,7 +20,7 @@ from neuro_san.network.loader import load_network
 from neuro_san.network.manifest import parse_manifest
 from neuro_san.network.spec import NetworkSpec
 from neuro_san.runtime.coded_tools import CodedToolResolver
-from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.network_runner import NetworkRunner
 from tests.support.runtime import run_chat
 
 PACKAGE = Path(__file__).resolve().parents[2] / "neuro_san"
@@ -56,7 +56,7 @@ def test_every_public_bundled_network_has_sample_queries() -> None:
 
 @pytest.mark.parametrize(("network", "query"), CASES, ids=[f"{n}:{q}" for n, q in CASES])
 def test_bundled_answer_reads_like_an_answer(network: str, query: str) -> None:
-    host = NetworkHost(BUNDLED, LlmFactory(env={}), CodedToolResolver([PACKAGE / "coded_tools"]))
+    host = NetworkRunner(BUNDLED, LlmFactory(env={}), CodedToolResolver([PACKAGE / "coded_tools"]))
     messages = asyncio.run(run_chat(host, network, query))
     [answer] = [m.text for m in messages if m.type == MessageType.AGENT_FRAMEWORK]
     assert answer and answer.strip()
@@ -68,7 +68,7 @@ def test_bundled_answer_reads_like_an_answer(network: str, query: str) -> None:
 
 
 def test_known_answers() -> None:
-    host = NetworkHost(BUNDLED, LlmFactory(env={}), CodedToolResolver([PACKAGE / "coded_tools"]))
+    host = NetworkRunner(BUNDLED, LlmFactory(env={}), CodedToolResolver([PACKAGE / "coded_tools"]))
 
     def answer(network: str, query: str) -> str:
         messages = asyncio.run(run_chat(host, network, query))

@@ -203,7 +203,7 @@ def test_factory_caches_models_per_resolved_config() -> None:
 
 
 def test_factory_builds_scripted_model() -> None:
-    scripted = pytest.importorskip("neuro_san.llm.scripted")
+    scripted = pytest.importorskip("neuro_san.llm.adapters.scripted")
     factory = LlmFactory(env={}, pool=HttpPool())
     model = factory.create({"class": "scripted", "reply": "hello {input}"})
     assert isinstance(model, scripted.ScriptedModel)

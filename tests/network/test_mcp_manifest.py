@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from neuro_san.network.manifest import parse_manifest
-from neuro_san.network.mcp_tools import McpSetting, derived_tool_name, parse_mcp_setting, tool_names
+from neuro_san.network.served_as_mcp import McpSetting, derived_tool_name, parse_mcp_setting, tool_names
 
 
 @pytest.mark.parametrize(

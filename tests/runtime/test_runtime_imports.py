@@ -51,6 +51,6 @@ def test_runtime_modules_form_no_import_circle() -> None:
 
 
 def test_the_loop_and_the_call_wrapper_know_no_tool_kind() -> None:
-    kinds = {"tool_kinds", "tool_binding", "coded_tools", "external", "mcp_tools", "mcp_sessions"}
+    kinds = {"tool_kinds", "tool_binding", "coded_tools", "external", "mcp_server_tools", "mcp_sessions"}
     for module in ("agent_loop", "tools", "tool_interface", "context"):
         assert not _runtime_imports(RUNTIME / f"{module}.py") & kinds, module

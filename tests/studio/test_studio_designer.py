@@ -18,7 +18,7 @@ from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
 from neuro_san.network.registry import NetworkRegistry
 from neuro_san.runtime.coded_tools import CodedToolResolver
-from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.network_runner import NetworkRunner
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm
 from tests.support.runtime import make_host, run_chat
 
@@ -162,7 +162,7 @@ def test_designed_network_is_validated_persisted_and_served(tmp_path: Path, monk
         # Served after the reload, and it answers a chat on the fake LLM.
         result = registry.reload()
         assert result.added == {"generated/coffee_shop"}, registry.errors
-        served = NetworkHost(registry, factory, CodedToolResolver([]))
+        served = NetworkRunner(registry, factory, CodedToolResolver([]))
         fake.enqueue(Reply.answer("One latte coming up."))
         answer = await run_chat(served, "generated/coffee_shop", "A latte please")
         await factory.aclose()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from neuro_san.core.messages import ChatMessage
-from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.network_runner import NetworkRunner
 from neuro_san.studio.designer_files import DEMO_SENTENCE, FRONT_MAN_LINES, PREFIX_OPENING, PREFIX_RULES
 from neuro_san.studio.designer_instructions import CommonInstructions
 from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
@@ -80,7 +80,7 @@ def _reservations_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_NETWORK_DESIGNER_RESERVATIONS_LIFETIME_IN_SECONDS", "120")
 
 
-async def _chat_with_deployed(host: NetworkHost, fake: FakeLlmServer, reservation_id: str) -> None:
+async def _chat_with_deployed(host: NetworkRunner, fake: FakeLlmServer, reservation_id: str) -> None:
     """The temporary network answers by its reservation id, with the designed agents."""
     fake.enqueue(Reply.answer("One latte coming up."))
     answer = await run_chat(host, reservation_id, "A latte please")

@@ -11,7 +11,7 @@ from neuro_san.llm.factory import LlmFactory
 from neuro_san.network.builder import build_network
 from neuro_san.network.spec import NetworkSpec
 from neuro_san.runtime.coded_tools import CodedToolResolver
-from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.network_runner import NetworkRunner
 
 #: Every sly_data value in the suite's tests starts with this, so the audit can find leaks.
 SLY_MARKER = "sly-secret-"
@@ -35,14 +35,14 @@ def make_host(
     tool_roots: list[Path] | None = None,
     env: Mapping[str, str] | None = None,
     **options: Any,
-) -> tuple[NetworkHost, LlmFactory]:
+) -> tuple[NetworkRunner, LlmFactory]:
     factory = LlmFactory(env=dict(env or {}))
-    host = NetworkHost(DictSource(documents), factory, CodedToolResolver(tool_roots or []), **options)
+    host = NetworkRunner(DictSource(documents), factory, CodedToolResolver(tool_roots or []), **options)
     return host, factory
 
 
 async def run_chat(
-    host: NetworkHost,
+    host: NetworkRunner,
     agent: str,
     text: str,
     *,

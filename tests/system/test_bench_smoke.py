@@ -74,4 +74,4 @@ def test_census_counts_what_a_chat_in_flight_keeps_alive() -> None:
     assert first.startswith("40 chats in flight; "), first
     per_chat = float(first.split("; ")[1].split(" tracked")[0].replace(",", ""))
     assert per_chat > 20, first  # each chat holds at least its ~20 coroutines while it waits
-    assert "NetworkHost._turn (neuro_san)" in completed.stdout
+    assert "NetworkRunner._turn (neuro_san)" in completed.stdout

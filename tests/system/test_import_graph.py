@@ -30,6 +30,12 @@ SETTINGS = "neuro_san.settings"
 WIRE = "neuro_san.wire"
 #: neuro-san-studio's applications, plugged into the middleware registry by the composer.
 STUDIO = "neuro_san.studio"
+#: The LLM package's folders (docs/architecture.md): the base modules below the stream readers,
+#: below the adapters (one per API), below the providers (llm_config class -> adapter).
+LLM_STREAMS = "neuro_san.llm.streams"
+LLM_ADAPTERS = "neuro_san.llm.adapters"
+LLM_PROVIDERS = "neuro_san.llm.providers"
+LLM_BASE = tuple(f"neuro_san.llm.{name}" for name in ("interface", "errors", "http", "retry", "resolved", "turns"))
 BELOW_SERVICE = (
     "neuro_san.network", "neuro_san.llm", "neuro_san.runtime", "neuro_san.middleware", "neuro_san.toolbox", STUDIO,
 )
@@ -90,6 +96,12 @@ FORBIDDEN: tuple[Rule, ...] = (
           "neuro_san.service"),
          (STUDIO,),
          "studio's classes plug into the middleware registry; only the composer (the command line) names them"),
+    Rule(LLM_BASE, (LLM_STREAMS, LLM_ADAPTERS, LLM_PROVIDERS),
+         "the LLM interface, errors and HTTP plumbing are what streams, adapters and providers build on"),
+    Rule((LLM_STREAMS,), (LLM_ADAPTERS, LLM_PROVIDERS),
+         "a stream reader reads one wire format back into a reply; it knows no adapter and no provider"),
+    Rule((LLM_ADAPTERS,), (LLM_PROVIDERS, "neuro_san.llm.config", "neuro_san.llm.factory", "neuro_san.llm.checks"),
+         "an adapter speaks one API; which llm_config class builds it is the providers' business"),
     Rule(("neuro_san.service",), ABOVE_SERVICE, "the gRPC service knows neither its clients nor the HTTP port"),
     Rule(
         ("neuro_san.client",),
@@ -275,7 +287,7 @@ def test_the_graph_is_read() -> None:
     # The checks below mean something only if imports are found, function-local ones too.
     graph = import_graph()
     assert "neuro_san.llm.config" in graph["neuro_san.llm.factory"]
-    assert "neuro_san.llm.scripted" in graph["neuro_san.llm.providers"]  # inside a function
+    assert "neuro_san.llm.adapters.scripted" in graph["neuro_san.llm.providers"]  # inside a function
     assert "neuro_san.runtime.context" not in graph["neuro_san.runtime.external"]  # under TYPE_CHECKING
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     modules = _modules()

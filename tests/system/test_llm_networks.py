@@ -19,7 +19,7 @@ from neuro_san.llm.factory import LlmFactory
 from neuro_san.network.loader import load_network
 from neuro_san.network.spec import NetworkSpec
 from neuro_san.runtime.coded_tools import CodedToolResolver
-from neuro_san.runtime.host import NetworkHost
+from neuro_san.runtime.network_runner import NetworkRunner
 from tests.fakes import provider_bodies as bodies
 from tests.fakes.provider_fake import ProviderFake, Seen
 from tests.support.runtime import run_chat
@@ -122,7 +122,7 @@ def _chat_through_fake(
                 for key in filled:
                     os.environ.pop(key, None)
             factory = LlmFactory(env=filled)
-            host = NetworkHost(_Source(spec), factory, CodedToolResolver([tmp_path / "coded_tools"]))
+            host = NetworkRunner(_Source(spec), factory, CodedToolResolver([tmp_path / "coded_tools"]))
             try:
                 messages = await asyncio.wait_for(run_chat(host, name, "Who wrote Yellow Submarine?", maximal=True), 30)
             finally:
@@ -220,7 +220,7 @@ def test_upstream_byok_network_uses_the_key_from_sly_data(tmp_path: Path) -> Non
         async with ProviderFake(rule=_tool_then_answer) as fake:
             spec = load_network(path, name)
             factory = LlmFactory(env={"AGENT_LLM_OVERRIDE": json.dumps({"openai_api_base": fake.url + "/v1"})})
-            host = NetworkHost(_Source(spec), factory, CodedToolResolver([tmp_path / "coded_tools"]))
+            host = NetworkRunner(_Source(spec), factory, CodedToolResolver([tmp_path / "coded_tools"]))
             sly = {"llm_config": {"openai_api_key": "sk-user-byok"}, "running_cost": 0.0}
             try:
                 messages = await run_chat(host, name, "Who wrote Help?", maximal=True, sly_data=sly)

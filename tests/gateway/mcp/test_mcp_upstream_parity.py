@@ -12,7 +12,7 @@ import pytest
 from mcp import types
 
 from neuro_san.network.mcp_refs import is_mcp_url
-from neuro_san.runtime.mcp_tools import safe_tool_name, select_tools
+from neuro_san.runtime.mcp_server_tools import safe_tool_name, select_tools
 
 UPSTREAM = os.environ.get("NEURO_SAN_UPSTREAM_PYTHON", "")
 

@@ -6,7 +6,7 @@ Two of neuro-san's classes reach Bedrock (``bedrock-runtime.{region}.amazonaws.c
   Bedrock's provider-neutral chat format (:class:`BedrockConverseModel`, here);
 - ``anthropic-bedrock`` (and ``bedrock`` for an ``anthropic.`` model without the
   Converse switch): ``POST /model/{modelId}/invoke`` with Anthropic's messages body
-  (:class:`~neuro_san.llm.anthropic.AnthropicModel` with ``bedrock=True``).
+  (:class:`~neuro_san.llm.adapters.anthropic.AnthropicModel` with ``bedrock=True``).
 
 Both are signed with SigV4 by :class:`SigV4Signer`, which uses botocore's signer and its
 credential chain (llm_config / ``AWS_ACCESS_KEY_ID``…, else botocore's usual chain: env,
@@ -30,13 +30,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
-from neuro_san.llm.bedrock_stream import ConverseStream
+from neuro_san.llm.adapters.http_model import HttpJsonModel, renamed_action
+from neuro_san.llm.adapters.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, ReplyReader
-from neuro_san.llm.http_model import HttpJsonModel, renamed_action
 from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
-from neuro_san.llm.streaming import EventStreamDecoder, stream_reader
+from neuro_san.llm.streams.bedrock import ConverseStream
+from neuro_san.llm.streams.framing import EventStreamDecoder, stream_reader
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "bedrock-converse"
@@ -112,7 +112,7 @@ class SigV4Signer:
 
 class BedrockConverseModel(HttpJsonModel):
     """A :class:`~neuro_san.llm.interface.Model` over Bedrock Converse, or
-    ``ConverseStream`` when asked for deltas (:mod:`~neuro_san.llm.bedrock_stream`).
+    ``ConverseStream`` when asked for deltas (:mod:`~neuro_san.llm.streams.bedrock`).
 
     ``extra_fields`` go as ``additionalModelRequestFields``.
     """

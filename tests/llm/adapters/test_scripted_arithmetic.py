@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from neuro_san.client import AsyncAgentClient
-from neuro_san.llm.scripted import arithmetic_in
+from neuro_san.llm.adapters.scripted import arithmetic_in
 from tests.support.servers import ServerProcess
 
 

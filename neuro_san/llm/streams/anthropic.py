@@ -19,7 +19,7 @@ from typing import Any
 
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.interface import DeltaSink, TextDelta
-from neuro_san.llm.streaming import SseEvent, incomplete, json_event, stream_failure
+from neuro_san.llm.streams.framing import SseEvent, incomplete, json_event, stream_failure
 
 #: An error event's type, as the HTTP status Anthropic gives the same failure.
 _ERROR_STATUS = {
@@ -47,7 +47,7 @@ BEDROCK_EXCEPTION_STATUS = {
 
 
 class AnthropicStream:
-    """The :class:`~neuro_san.llm.streaming.Assembler` of Anthropic messages."""
+    """The :class:`~neuro_san.llm.streams.framing.Assembler` of Anthropic messages."""
 
     def __init__(self, on_delta: DeltaSink, provider: str) -> None:
         self._on_delta = on_delta

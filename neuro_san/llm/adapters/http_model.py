@@ -12,9 +12,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from neuro_san.llm.adapters.reply_parts import new_tool_call_id
 from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
 from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, TextDelta, ToolSpec
-from neuro_san.llm.reply_parts import new_tool_call_id
 
 
 class ModelSettings(TypedDict, total=False):
@@ -86,7 +86,7 @@ class HttpJsonModel(ABC):
     @abstractmethod
     def stream_reader(self, on_delta: DeltaSink) -> ReplyReader:
         """Reads one streamed reply into the non-streaming reply's shape, telling
-        ``on_delta`` the text as it comes (see :mod:`neuro_san.llm.streaming`)."""
+        ``on_delta`` the text as it comes (see :mod:`neuro_san.llm.streams.framing`)."""
 
     async def complete(
         self, messages: Sequence[LlmMessage], tools: Sequence[ToolSpec], on_delta: DeltaSink | None = None

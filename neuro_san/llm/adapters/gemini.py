@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from neuro_san.llm.adapters.http_model import HttpJsonModel, renamed_action
+from neuro_san.llm.adapters.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.errors import LlmMalformedReply
-from neuro_san.llm.gemini_stream import GeminiStream
 from neuro_san.llm.http import Endpoint, ReplyReader
-from neuro_san.llm.http_model import HttpJsonModel, renamed_action
 from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
-from neuro_san.llm.streaming import SseDecoder, stream_reader
+from neuro_san.llm.streams.framing import SseDecoder, stream_reader
+from neuro_san.llm.streams.gemini import GeminiStream
 from neuro_san.llm.turns import alternating_turns
 
 REASONING_KIND = "gemini"
@@ -48,7 +48,7 @@ _UNSUPPORTED_SCHEMA_KEYS = frozenset({"additionalProperties", "$schema", "$ref",
 
 class GeminiModel(HttpJsonModel):
     """A :class:`~neuro_san.llm.interface.Model` over ``generateContent``, or
-    ``streamGenerateContent?alt=sse`` when asked for deltas (:mod:`~neuro_san.llm.gemini_stream`).
+    ``streamGenerateContent?alt=sse`` when asked for deltas (:mod:`~neuro_san.llm.streams.gemini`).
 
     ``extra_fields`` are extra ``generationConfig`` fields (``topK``,
     ``thinkingConfig``…), already in Gemini's spelling.

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuro_san.llm.interface import DeltaSink, TextDelta
-from neuro_san.llm.streaming import SseEvent, incomplete, json_event, stream_failure
+from neuro_san.llm.streams.framing import SseEvent, incomplete, json_event, stream_failure
 
 #: An error chunk's type or code, as the HTTP status the same failure has.
 _ERROR_STATUS = {
@@ -34,7 +34,7 @@ _ERROR_STATUS = {
 
 
 class OpenAIStream:
-    """The :class:`~neuro_san.llm.streaming.Assembler` of chat completions."""
+    """The :class:`~neuro_san.llm.streams.framing.Assembler` of chat completions."""
 
     def __init__(self, on_delta: DeltaSink, provider: str) -> None:
         self._on_delta = on_delta

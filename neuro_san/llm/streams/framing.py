@@ -32,9 +32,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from neuro_san.llm.errors import LlmConnectionError, LlmError, LlmMalformedReply
+from neuro_san.llm.errors import LlmConnectionError, LlmError, LlmMalformedReply, http_failure
 from neuro_san.llm.http import ReplyReader, redact_url
-from neuro_san.llm.http_failures import http_failure
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

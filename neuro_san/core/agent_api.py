@@ -1,7 +1,7 @@
 """The one interface between transports and the agent runtime.
 
 A transport (the gRPC servicers; in-process callers such as external ``/name`` agents
-and tests) asks an :class:`AgentHost` for what it needs, by agent name. The host knows
+and tests) asks an :class:`AgentApi` for what it needs, by agent name. It knows
 nothing of gRPC or HTTP; it raises ``neuro_san.core.errors`` exceptions, which each
 transport maps through the one table in that module.
 """
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from neuro_san.core.messages import AgentInfo, ChatMessage, ChatRequest, ConnectivityEntry
 
 
-class AgentHost(Protocol):
+class AgentApi(Protocol):
     def has_agent(self, agent: str) -> bool:
         """Whether ``agent`` is served (public or not)."""
         ...

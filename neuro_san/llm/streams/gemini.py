@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuro_san.llm.interface import DeltaSink, TextDelta
-from neuro_san.llm.streaming import SseEvent, incomplete, json_event, stream_failure
+from neuro_san.llm.streams.framing import SseEvent, incomplete, json_event, stream_failure
 
 
 class GeminiStream:
-    """The :class:`~neuro_san.llm.streaming.Assembler` of ``streamGenerateContent``."""
+    """The :class:`~neuro_san.llm.streams.framing.Assembler` of ``streamGenerateContent``."""
 
     def __init__(self, on_delta: DeltaSink, provider: str) -> None:
         self._on_delta = on_delta

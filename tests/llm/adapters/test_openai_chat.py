@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from neuro_san.llm.adapters.openai_chat import parse_openai_reply, parse_tool_arguments, to_openai_messages
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import LlmMessage, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_chat import parse_openai_reply, parse_tool_arguments, to_openai_messages
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm
 
 WEATHER = ToolSpec(

@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-from neuro_san.llm.anthropic_stream import AnthropicStream, BedrockAnthropicStream
+from neuro_san.llm.adapters.http_model import HttpJsonModel, ModelSettings, renamed_action
+from neuro_san.llm.adapters.reply_parts import ObjectArgumentsCall, token_count
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
-from neuro_san.llm.http_model import HttpJsonModel, ModelSettings, renamed_action
 from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.reply_parts import ObjectArgumentsCall, token_count
-from neuro_san.llm.streaming import EventStreamDecoder, SseDecoder, stream_reader
+from neuro_san.llm.streams.anthropic import AnthropicStream, BedrockAnthropicStream
+from neuro_san.llm.streams.framing import EventStreamDecoder, SseDecoder, stream_reader
 from neuro_san.llm.turns import alternating_turns
 
 #: The API version header value this adapter speaks.
@@ -54,7 +54,7 @@ _TOOL_USE = ObjectArgumentsCall(
 
 class AnthropicModel(HttpJsonModel):
     """A :class:`~neuro_san.llm.interface.Model` over Anthropic messages (streamed when
-    asked for deltas: :mod:`neuro_san.llm.anthropic_stream`; on Bedrock through
+    asked for deltas: :mod:`neuro_san.llm.streams.anthropic`; on Bedrock through
     ``invoke-with-response-stream``)."""
 
     def __init__(

@@ -4,7 +4,7 @@ this server serves.
 Each provider is a :class:`~neuro_san.llm.resolved.Provider`: how it resolves an
 llm_config into a :class:`~neuro_san.llm.resolved.ResolvedConfig` and how it builds its
 model. The built-in ones are declared next to their resolvers
-(:mod:`~neuro_san.llm.providers_openai`, :mod:`~neuro_san.llm.providers_native`, the
+(:mod:`~neuro_san.llm.providers.openai`, :mod:`~neuro_san.llm.providers.native`, the
 offline ``scripted`` model below) and registered here at import; adding a provider to
 one of those modules is the whole change. :func:`register` adds one at run time.
 """
@@ -15,9 +15,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from neuro_san.llm import providers_native, providers_openai
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import Model
+from neuro_san.llm.providers import native, openai
 from neuro_san.llm.resolved import Provider, ResolvedConfig
 
 _REGISTRY: dict[str, Provider] = {}
@@ -68,13 +68,13 @@ def _resolve_scripted(
 
 def _build_scripted(resolved: ResolvedConfig, llm_config: Mapping[str, Any], pool: HttpPool) -> Model:
     # Imported here for start-up time: a server with real LLMs never loads the offline model.
-    from neuro_san.llm.scripted import ScriptedModel
+    from neuro_san.llm.adapters.scripted import ScriptedModel
 
     model: Model = ScriptedModel.from_config(llm_config)
     return model
 
 
-#: The offline stand-in model (:mod:`neuro_san.llm.scripted`). Its keys are its script,
+#: The offline stand-in model (:mod:`neuro_san.llm.adapters.scripted`). Its keys are its script,
 #: not ours to judge, so its llm_config is taken as it is.
 SCRIPTED = Provider(
     "scripted",
@@ -86,5 +86,5 @@ SCRIPTED = Provider(
     verbatim=True,
 )
 
-for _provider in (*providers_openai.PROVIDERS, *providers_native.PROVIDERS, SCRIPTED):
+for _provider in (*openai.PROVIDERS, *native.PROVIDERS, SCRIPTED):
     register(_provider)

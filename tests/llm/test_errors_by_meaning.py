@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuro_san.llm.provider_errors import context_limit, is_context_length_error, is_unsupported_error
+from neuro_san.llm.errors import context_limit, is_context_length_error, is_unsupported_error
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_other_bad_requests_are_neither() -> None:
 
 
 def test_gemini_schemas_drop_what_openapi_lacks() -> None:
-    from neuro_san.llm.gemini import gemini_schema
+    from neuro_san.llm.adapters.gemini import gemini_schema
 
     schema = {
         "type": "object",

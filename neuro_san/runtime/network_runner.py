@@ -1,4 +1,4 @@
-"""``NetworkHost``: the AgentHost that serves networks from a NetworkSource."""
+"""``NetworkRunner``: the AgentApi that serves networks from a NetworkSource."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from neuro_san.llm.interface import ModelFactory
 from neuro_san.llm.structure import extract_json_object
 from neuro_san.middleware.chain import rewritten_context
 from neuro_san.network.connectivity import connectivity_tools, reported_as_agent
-from neuro_san.network.mcp_tools import tool_names
+from neuro_san.network.served_as_mcp import tool_names
 from neuro_san.network.spec import NetworkSource, NetworkSpec, is_external_ref
 from neuro_san.network.upstream_keys import invocation_kind
 from neuro_san.reservations.store import ReservationStore
@@ -39,7 +39,7 @@ from neuro_san.runtime.history import (
     restore_history,
     to_llm_messages,
 )
-from neuro_san.runtime.mcp_tools import McpClients
+from neuro_san.runtime.mcp_server_tools import McpClients
 from neuro_san.runtime.signing import ContextSigner
 from neuro_san.runtime.tool_binding import AgentToolBinder
 from neuro_san.runtime.transcript import front_man_transcript
@@ -50,7 +50,7 @@ _DONE = object()
 log = logging.getLogger(__name__)
 
 
-class NetworkHost:
+class NetworkRunner:
     """Serves the networks of ``source``. One instance per server, shared by all calls.
 
     ``keepalive_seconds`` > 0 makes a quiet stream send an empty AGENT_PROGRESS message
@@ -85,7 +85,7 @@ class NetworkHost:
         self._events: set[asyncio.Task[ChatMessage]] = set()
 
     async def aclose(self) -> None:
-        """Close what requests share beyond the host's life (MCP sessions)."""
+        """Close what requests share beyond the runner's life (MCP sessions)."""
         await self._tools.mcp.aclose()
 
     def _event_done(self, task: asyncio.Task[ChatMessage]) -> None:
@@ -169,7 +169,7 @@ class NetworkHost:
         return cached[1]
 
     async def chat(self, agent: str, request: ChatRequest) -> AsyncIterator[ChatMessage | None]:
-        """See ``AgentHost.chat``."""
+        """See ``AgentApi.chat``."""
         network = self._network(agent)
         if not request.user_text:
             yield None

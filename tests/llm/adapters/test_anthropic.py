@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuro_san.llm.anthropic import parse_anthropic_reply, to_anthropic_messages
+from neuro_san.llm.adapters.anthropic import parse_anthropic_reply, to_anthropic_messages
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.http import HttpPool

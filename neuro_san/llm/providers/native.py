@@ -23,9 +23,9 @@ from typing import Any
 from urllib.parse import quote
 
 from neuro_san.core.errors import ConfigurationError
-from neuro_san.llm.anthropic import ANTHROPIC_VERSION, AnthropicModel
-from neuro_san.llm.bedrock import BedrockConverseModel, SigV4Signer, botocore_available
-from neuro_san.llm.gemini import GeminiModel
+from neuro_san.llm.adapters.anthropic import ANTHROPIC_VERSION, AnthropicModel
+from neuro_san.llm.adapters.bedrock import BedrockConverseModel, SigV4Signer, botocore_available
+from neuro_san.llm.adapters.gemini import GeminiModel
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import Model
 from neuro_san.llm.resolved import Provider, ResolvedConfig, first, is_local, required_model

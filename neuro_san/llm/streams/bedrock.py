@@ -1,6 +1,6 @@
 """A streamed Bedrock Converse reply (``/converse-stream``), read back into a whole one.
 
-The reply is AWS event-stream frames (:class:`~neuro_san.llm.streaming.EventStreamDecoder`);
+The reply is AWS event-stream frames (:class:`~neuro_san.llm.streams.framing.EventStreamDecoder`);
 the ``:event-type`` header names each JSON payload: ``messageStart``,
 ``contentBlockStart`` (a tool use's id and name), ``contentBlockDelta`` (``text``,
 ``toolUse.input`` as pieces of JSON text, ``reasoningContent`` text, signature or
@@ -15,13 +15,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from neuro_san.llm.anthropic_stream import BEDROCK_EXCEPTION_STATUS
 from neuro_san.llm.interface import DeltaSink, TextDelta
-from neuro_san.llm.streaming import incomplete, json_event, stream_failure
+from neuro_san.llm.streams.anthropic import BEDROCK_EXCEPTION_STATUS
+from neuro_san.llm.streams.framing import incomplete, json_event, stream_failure
 
 
 class ConverseStream:
-    """The :class:`~neuro_san.llm.streaming.Assembler` of ``ConverseStream``."""
+    """The :class:`~neuro_san.llm.streams.framing.Assembler` of ``ConverseStream``."""
 
     def __init__(self, on_delta: DeltaSink, provider: str) -> None:
         self._on_delta = on_delta

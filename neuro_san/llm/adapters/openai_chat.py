@@ -16,18 +16,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
+from neuro_san.llm.adapters.http_model import HttpJsonModel, ModelSettings
+from neuro_san.llm.adapters.reply_parts import new_tool_call_id, token_count
 from neuro_san.llm.errors import LlmMalformedReply
 from neuro_san.llm.http import Endpoint, HttpPool, ReplyReader
-from neuro_san.llm.http_model import HttpJsonModel, ModelSettings
 from neuro_san.llm.interface import DeltaSink, LlmMessage, ModelResponse, ToolCall, ToolSpec, Usage
-from neuro_san.llm.openai_stream import OpenAIStream
-from neuro_san.llm.reply_parts import new_tool_call_id, token_count
-from neuro_san.llm.streaming import SseDecoder, stream_reader
+from neuro_san.llm.streams.framing import SseDecoder, stream_reader
+from neuro_san.llm.streams.openai import OpenAIStream
 
 
 class OpenAIChatModel(HttpJsonModel):
     """A :class:`~neuro_san.llm.interface.Model` over chat completions (streamed when
-    asked for deltas: :mod:`neuro_san.llm.openai_stream`).
+    asked for deltas: :mod:`neuro_san.llm.streams.openai`).
 
     Instances are immutable and shared by concurrent requests.
     """

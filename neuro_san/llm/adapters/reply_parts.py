@@ -1,7 +1,7 @@
 """Pieces of a provider's reply that every wire protocol reads the same way.
 
-Each adapter (:mod:`~neuro_san.llm.openai_chat`, :mod:`~neuro_san.llm.anthropic`,
-:mod:`~neuro_san.llm.gemini`, :mod:`~neuro_san.llm.bedrock`) walks its own reply shape,
+Each adapter (:mod:`~neuro_san.llm.adapters.openai_chat`, :mod:`~neuro_san.llm.adapters.anthropic`,
+:mod:`~neuro_san.llm.adapters.gemini`, :mod:`~neuro_san.llm.adapters.bedrock`) walks its own reply shape,
 but the leaves are alike: token counts that may be missing or of the wrong type, tool
 calls whose arguments arrive as a JSON object (Anthropic, Gemini, Bedrock), and ids for
 calls a provider sent without one. Reading them in one place keeps the adapters' answers

@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuro_san.core.errors import ConfigurationError
+from neuro_san.llm.adapters.openai_chat import OpenAIChatModel, openai_instruction_role
 from neuro_san.llm.http import HttpPool
 from neuro_san.llm.interface import Model
-from neuro_san.llm.openai_chat import OpenAIChatModel, openai_instruction_role
 from neuro_san.llm.resolved import Provider, ResolvedConfig, first, is_local, required_model
 
 DEFAULT_OPENAI_MODEL = "gpt-4o"

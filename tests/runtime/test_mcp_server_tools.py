@@ -14,9 +14,9 @@ import grpc
 import pytest
 
 from neuro_san.core.messages import ChatMessage, MessageType, origin_str
+from neuro_san.runtime.mcp_server_tools import McpClients
 from neuro_san.runtime.mcp_servers_info import McpServersInfo
 from neuro_san.runtime.mcp_sessions import McpSessions
-from neuro_san.runtime.mcp_tools import McpClients
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, RecordedRequest, Reply, run_with_fake_llm
 from tests.support import grpc_calls as calls
 from tests.support.fake_thread import FakeInThread, override_env

@@ -15,8 +15,8 @@ import pytest
 from neuro_san.llm.errors import LlmConnectionError, LlmError, LlmHttpError, LlmRateLimited
 from neuro_san.llm.factory import LlmFactory
 from neuro_san.llm.interface import LlmMessage, Model, ModelResponse, TextDelta, ToolSpec
-from neuro_san.llm.openai_stream import OpenAIStream
-from neuro_san.llm.streaming import SseDecoder, SseEvent
+from neuro_san.llm.streams.framing import SseDecoder, SseEvent
+from neuro_san.llm.streams.openai import OpenAIStream
 from tests.fakes.fake_llm import FakeLlmServer, Reply, run_with_fake_llm
 from tests.fakes.stream_fake import StreamFake
 from tests.fakes.stream_wire import Script, awkward_chunks
