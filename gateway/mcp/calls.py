@@ -8,7 +8,9 @@ does not authenticate is an HTTP 401.
 
 With a progress token the chat is MAXIMAL and asks for token deltas (``stream_tokens``):
 each step is a progress notification, and so is each piece of the front man's answer,
-whose ``message`` is then the answer's text so far (a client shows it growing).
+whose ``message`` is then the answer's text so far (a client shows it growing), or its
+last :data:`ANSWER_TAIL_LIMIT` characters once it is longer: the whole answer comes in the
+result, and sending all of it with every delta would cost the square of its length.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ ProgressSink = Callable[[int, str], Awaitable[None]]
 FILTER_TYPES = frozenset({"UNKNOWN", "MINIMAL", "MAXIMAL"})
 ARGUMENT_KEYS = frozenset({"user_message", "sly_data", "chat_context", "chat_filter"})
 _PROGRESS_TEXT_LIMIT = 200
+#: The most of a growing answer one progress message carries: its end, after an ellipsis.
+ANSWER_TAIL_LIMIT = 1000
 
 
 def tool_error(text: str) -> dict[str, Any]:
@@ -92,7 +96,7 @@ class ToolCaller:
             return tool_error(f"Invalid arguments for tool {tool.name}: {error}")
         answers: list[Answer] = []
         steps = 0
-        so_far = ""
+        so_far = _AnswerTail()
         first = True
         async with stream:  # leaving early (the client went away or cancelled) stops the chat
             async for event in stream:
@@ -102,9 +106,8 @@ class ToolCaller:
                 if isinstance(event, AnswerDelta):
                     # The front man's answer as it grows (a client shows it growing).
                     if progress is not None:
-                        so_far += event.text
                         steps += 1
-                        await progress(steps, so_far)
+                        await progress(steps, so_far.add(event.text))
                 elif isinstance(event, Answer):
                     answers.append(event)
                 elif isinstance(event, Step):
@@ -114,6 +117,21 @@ class ToolCaller:
                 elif isinstance(event, ChatFailed):
                     return _failed(tool, event)
         return _answer(answers)
+
+
+class _AnswerTail:
+    """The end of the answer written so far, at most :data:`ANSWER_TAIL_LIMIT` characters."""
+
+    def __init__(self) -> None:
+        self._kept = ""
+        self._cut = False
+
+    def add(self, delta: str) -> str:
+        """Take ``delta``; the progress message: the answer so far, or an ellipsis and its end."""
+        joined = self._kept + delta
+        self._cut = self._cut or len(joined) > ANSWER_TAIL_LIMIT
+        self._kept = joined[-ANSWER_TAIL_LIMIT:]
+        return "\u2026" + self._kept[1:] if self._cut else self._kept
 
 
 def _gone(failed: ChatFailed) -> bool:

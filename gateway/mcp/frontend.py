@@ -177,15 +177,16 @@ class McpFrontEnd:
         return None
 
     async def _run(self, call: Call, request_id: Any, session: str | None) -> dict[str, Any]:
-        """Answer one request in a task of its own, so that notifications/cancelled can stop
-        it (handshake era; ``session`` None: a modern request, which only its closed
-        stream cancels); the HTTP handler being cancelled (client gone) cancels it too."""
+        """Answer one request. A modern one (``session`` None), which only its closed stream
+        cancels, is answered in the handler's own task: the handler being cancelled (client
+        gone) cancels it. A handshake-era one runs in a task of its own, registered here and
+        in the shared state, so that notifications/cancelled can stop it from any replica."""
+        if session is None:
+            return await self._dispatcher.answer(call)
         work = asyncio.ensure_future(self._dispatcher.answer(call))
-        key = (session or "", request_id)
-        unregister: Callable[[], object] = _nothing
-        if session is not None:  # the handshake era: notifications/cancelled may name it, here or elsewhere
-            self._in_flight[key] = work
-            unregister = self._state.register_chat("mcp", _shared_key(key), work.cancel)
+        key = (session, request_id)
+        self._in_flight[key] = work
+        unregister = self._state.register_chat("mcp", _shared_key(key), work.cancel)
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -196,7 +197,7 @@ class McpFrontEnd:
             unregister()
             if not work.done():
                 work.cancel()
-            if session is not None and self._in_flight.get(key) is work:
+            if self._in_flight.get(key) is work:
                 del self._in_flight[key]
 
     def _notified(self, body: dict[str, Any], kind: str, session: str) -> None:
@@ -328,10 +329,6 @@ def _progress_token(params: dict[str, Any]) -> Any:
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
     return token if valid else None
-
-
-def _nothing() -> None:
-    return None
 
 
 def _shared_key(key: tuple[str, Any]) -> str:
