@@ -8,7 +8,7 @@ for the socket, and after the write deadline the connection is aborted, the hand
 call cancelled, and so the held LLM calls are dropped (the fake LLM counts them cancelled).
 Without the deadline the server would wait on that socket for as long as the chat runs.
 
-MCP and A2A (SSE of the SDK-shaped streams): their streams carry steps in short, so the
+MCP, A2A, the OpenAI API and AG-UI (their SSE streams): these carry steps in short, so the
 chat answers a few MiB at once instead; the server's last write waits for the socket and
 the connection must be aborted at the deadline, not kept open for ever.
 """
@@ -52,7 +52,7 @@ NETWORK = {
 TALKY = {
     "tools": [{"name": "talker", "function": {"description": "Talks."}, "instructions": "Say a lot."}],
 }
-ANSWER = "y" * (2 * 1024 * 1024)  # streamed as several times this: past every socket buffer
+ANSWER = "y" * (5 * 1024 * 1024)  # past every socket buffer, even when a stream carries it only once (AG-UI)
 
 
 def _rule(request: RecordedRequest) -> Reply:
@@ -140,6 +140,18 @@ STREAMS = {
     ),
     "a2a-rest-sse": _request(
         "/a2a/talky/rest/message:stream", _a2a_message(), "text/event-stream", "A2A-Version: 1.0\r\n"
+    ),
+    "openai-chat-sse": _request(
+        "/v1/chat/completions", {"model": "talky", "messages": [{"role": "user", "content": "go"}], "stream": True},
+        "text/event-stream",
+    ),
+    "openai-responses-sse": _request(
+        "/v1/responses", {"model": "talky", "input": "go", "stream": True}, "text/event-stream",
+    ),
+    "agui-sse": _request(
+        "/ag-ui/talky", {"threadId": "t-1", "runId": "r-1", "state": {}, "tools": [], "context": [],
+                         "forwardedProps": {}, "messages": [{"id": "m-1", "role": "user", "content": "go"}]},
+        "text/event-stream",
     ),
 }
 
