@@ -41,6 +41,14 @@ def test_a_smuggled_public_directory_header_gets_401_on_every_http_front_end(sec
         "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}
     headers = {**SMUGGLED, "A2A-Version": "1.0"}
     assert httpx.post(f"{base}/a2a/hello_world", json=send, headers=headers, timeout=10).status_code == 401
+    assert httpx.get(f"{base}/v1/models", headers=SMUGGLED, timeout=10).status_code == 401
+    chat = {"model": "hello_world", "messages": [{"role": "user", "content": "hi"}]}
+    assert httpx.post(f"{base}/v1/chat/completions", json=chat, headers=SMUGGLED, timeout=10).status_code == 401
+    response = {"model": "hello_world", "input": "hi"}
+    assert httpx.post(f"{base}/v1/responses", json=response, headers=SMUGGLED, timeout=10).status_code == 401
+    run = {"threadId": "t", "runId": "r", "state": {}, "tools": [], "context": [], "forwardedProps": {},
+           "messages": [{"id": "m", "role": "user", "content": "hi"}]}
+    assert httpx.post(f"{base}/ag-ui/hello_world", json=run, headers=SMUGGLED, timeout=10).status_code == 401
 
 
 def test_raw_grpc_with_internal_metadata_is_not_trusted(secured: ServerProcess) -> None:
