@@ -8,13 +8,13 @@ skipped only when node or npm is missing, or when the packages cannot be install
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.node_packages import node_with
 from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow  # starts servers: out of make test-fast
@@ -23,18 +23,7 @@ NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 
 def _installed() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the Node client test (not on PATH)")
-    marker = NODE_DIR / "node_modules" / "@grpc" / "proto-loader" / "package.json"
-    if not marker.exists():
-        install = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=NODE_DIR, capture_output=True, text=True, timeout=300,
-        )
-        if install.returncode != 0 or not marker.exists():
-            pytest.skip(f"npm install failed (is the npm registry reachable?): {install.stderr.strip()[-500:]}")
-    return Path(node)
+    return Path(node_with(NODE_DIR, "@grpc/proto-loader", "Node client"))
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -14,9 +12,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
 from ag_ui.core import BaseEvent, Event
 from pydantic import TypeAdapter
+
+from tests.support.node_packages import node_with
 
 EVENT = TypeAdapter(Event)
 #: The official AG-UI client's test folder (``npm install`` once, node_modules git-ignored).
@@ -25,18 +24,7 @@ NODE_DIR = Path(__file__).resolve().parents[2] / "node_agui"
 
 def node_or_skip() -> Path:
     """``node``, with @ag-ui/client installed; skips (saying why) without node, npm or the registry."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the AG-UI client test (not on PATH)")
-    marker = NODE_DIR / "node_modules" / "@ag-ui" / "client" / "package.json"
-    if not marker.exists():
-        install = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=NODE_DIR, capture_output=True, text=True, timeout=300,
-        )
-        if install.returncode != 0 or not marker.exists():
-            pytest.skip(f"npm install failed (is the npm registry reachable?): {install.stderr.strip()[-500:]}")
-    return Path(node)
+    return Path(node_with(NODE_DIR, "@ag-ui/client", "AG-UI client"))
 
 
 def run_input(text: str, thread_id: str | None = None, *, earlier: list[dict[str, Any]] | None = None,

@@ -9,7 +9,6 @@ networks run on the fake LLM.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.fake_thread import FakeInThread, override_env
+from tests.support.node_packages import node_with
 from tests.support.servers import start_server
 
 pytestmark = pytest.mark.slow
@@ -26,16 +26,7 @@ NODE_DIR = Path(__file__).resolve().parents[2] / "node_openai"
 
 
 def _node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the JavaScript SDK test (not on PATH)")
-    marker = NODE_DIR / "node_modules" / "openai" / "package.json"
-    if not marker.exists():
-        install = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
-                                 cwd=NODE_DIR, capture_output=True, text=True, timeout=300)
-        if install.returncode != 0 or not marker.exists():
-            pytest.skip(f"npm install failed (is the npm registry reachable?): {install.stderr.strip()[-500:]}")
-    return node
+    return node_with(NODE_DIR, "openai", "JavaScript SDK")
 
 
 @pytest.fixture(scope="module")
