@@ -168,9 +168,11 @@ async def _serve(args: argparse.Namespace) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
     # aiohttp, grpc and the descriptors load only when the gateway runs, not for --help.
+    from gateway.a2a.switch import sdk_spans_follow
     from gateway.composition import protocol_frontends, start_gateway
     from gateway.playground import playground_enabled
 
+    sdk_spans_follow(False)  # the standalone gateway opens no spans of its own
     frontends = protocol_frontends(playground=playground_enabled(getattr(args, "no_playground", False)))
     handle = await start_gateway(args.target, args.host, args.port, config_from_args(args), frontends=frontends)
     from gateway.state import warn_when_unreachable

@@ -5,7 +5,9 @@ HTTP port is aiohttp. Rather than re-write the protocol handling, each request i
 to the SDK as an ASGI call: the scope is built from the aiohttp request, ``receive``
 yields the already-read body and then waits for the client to go away, and ``send``
 writes straight into an aiohttp :class:`~aiohttp.web.StreamResponse` (so SSE frames go
-out as the SDK produces them, not buffered).
+out as the SDK produces them, not buffered). A JSON-RPC answer that is not a stream skips
+the round trip: the dispatcher gets a Starlette request (:func:`sdk_request`) and its
+whole answer becomes an aiohttp response (:func:`whole_response`).
 
 The SDK parses the body it is handed itself, and answers what its parser cannot take
 (bytes that are not UTF-8, deep nesting, huge integers) as a 500 with a traceback in the
@@ -24,6 +26,8 @@ from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import A2AError, InternalError
 from aiohttp import web
 from google.protobuf.json_format import ParseError
+from starlette.requests import Request
+from starlette.responses import Response
 
 from gateway.host.client_errors import quiet_logged_refusals
 from gateway.host.json_body import MalformedJson, decode_json
@@ -134,6 +138,23 @@ class _Responder:
             if not message.get("more_body", False) and not self.finished:
                 self.finished = True
                 await self.response.write_eof()
+
+
+def sdk_request(request: web.Request, body: bytes, extra: dict[str, Any]) -> Request:
+    """The Starlette request the SDK's JSON-RPC dispatcher reads: ``body`` (what the host's
+    guarded reader read), the scope of :func:`build_scope`. Nothing else is ever received."""
+    async def receive() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(build_scope(request, extra), receive)
+
+
+def whole_response(response: Response) -> web.Response:
+    """An answer the SDK made whole (a JSONResponse) as the aiohttp response: no ASGI round
+    trip for what is one status, its headers and one body."""
+    headers = [(name, value) for name, value in response.headers.items()
+               if name.lower() not in ("content-length", "transfer-encoding", "connection")]
+    return web.Response(status=response.status_code, body=response.body, headers=headers)
 
 
 async def call_asgi(app: AsgiApp, request: web.Request, body: bytes, extra: dict[str, Any]) -> web.StreamResponse:

@@ -42,7 +42,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Router
 
-from gateway.a2a.asgi_bridge import AsgiApp, Receive, Scope, Send, call_asgi, malformed_rest_body, quiet_sdk_refusals
+from gateway.a2a.asgi_bridge import (
+    AsgiApp,
+    Receive,
+    Scope,
+    Send,
+    call_asgi,
+    malformed_rest_body,
+    quiet_sdk_refusals,
+    sdk_request,
+    whole_response,
+)
 from gateway.a2a.card_http import CardPlace, CardSettings, card_place, card_response
 from gateway.a2a.cards import CardSecurity, OAuthCard, card_to_json, network_card, server_card
 from gateway.a2a.executor import NetworkExecutor, call_state
@@ -358,22 +368,22 @@ class A2AFrontEnd:
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
 
-        async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            response = await self._dispatcher.handle_requests(Request(scope, receive))
-            outage = met(state)
-            if outage is not None and isinstance(response, JSONResponse):
-                # Redis went away during this request (the SDK said "internal error"): nothing
-                # is sent yet, so answer as for a request that found it away, 503. A stream has
-                # started: it ended with an error event saying so.
-                status, answer, headers = jsonrpc_answer(body.get("id") if isinstance(body, dict) else None, outage)
-                response = JSONResponse(answer, status_code=status, headers=headers)
-            elif refusals and isinstance(response, JSONResponse):
-                # SendMessage waited for the task, which the service refused: nothing is sent
-                # yet, so say it as REST does. A stream has started: its task failed with the message.
-                response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
-            await response(scope, receive, send)
-
-        return await call_asgi(app, request, raw, {_SCOPE_STATE: state})
+        extra = {_SCOPE_STATE: state}
+        response = await self._dispatcher.handle_requests(sdk_request(request, raw, extra))
+        if not isinstance(response, JSONResponse):  # a stream: its SSE frames as the SDK writes them
+            return await call_asgi(response, request, raw, extra)
+        outage = met(state)
+        if outage is not None:
+            # Redis went away during this request (the SDK said "internal error"): nothing
+            # is sent yet, so answer as for a request that found it away, 503. A stream has
+            # started: it ended with an error event saying so.
+            status, answer, headers = jsonrpc_answer(body.get("id") if isinstance(body, dict) else None, outage)
+            return json_response(status, dumps(answer), list(headers.items()))
+        if refusals:
+            # SendMessage waited for the task, which the service refused: nothing is sent
+            # yet, so say it as REST does. A stream has started: its task failed with the message.
+            response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
+        return whole_response(response)
 
     async def close(self) -> None:
         await self.handler.aclose()

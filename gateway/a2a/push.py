@@ -162,7 +162,6 @@ class RetryingPushSender(PushNotificationSender):
                 del self._queues[task_id]
 
     async def _deliver_event(self, task_id: str, event: PushNotificationEvent) -> None:
-        body = json.dumps(MessageToDict(to_stream_response(event))).encode()
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 configs = await self._store.get_info_for_dispatch(task_id)
@@ -172,6 +171,9 @@ class RetryingPushSender(PushNotificationSender):
                     log.warning("push notification for task %s given up: %s", task_id, error)
                     return
                 await asyncio.sleep(_backoff(attempt))
+        if not configs:  # most tasks have no webhook: their events are not converted for nothing
+            return
+        body = json.dumps(MessageToDict(to_stream_response(event))).encode()
         outcomes = await asyncio.gather(*(self._deliver(task_id, config, body) for config in configs),
                                         return_exceptions=True)
         for outcome in outcomes:

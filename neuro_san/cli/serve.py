@@ -129,7 +129,10 @@ async def _serve(args: argparse.Namespace) -> int:
     except (ValueError, ConfigurationError) as bad:  # a bad setting: say which, do not start
         log.error("not starting: %s", bad)
         return 2
+    from gateway.a2a.switch import sdk_spans_follow
     from neuro_san.cli import workers
+
+    sdk_spans_follow(config.tracing)  # before anything imports the a2a-sdk (front-end, A2A tools)
     from neuro_san.client.remote import close_all, remote_agent
     from neuro_san.service.server import AgentServer
     from neuro_san.studio import plugin as studio

@@ -12,12 +12,13 @@ from neuro_san.settings.registry import (
     activate,
     catalog,
     current,
+    hand_down,
     process_env,
     setting,
     snapshot,
 )
 
 __all__ = [
-    "Kind", "Origin", "Setting", "SettingError", "Settings", "activate", "catalog", "current", "process_env",
-    "setting", "snapshot",
+    "Kind", "Origin", "Setting", "SettingError", "Settings", "activate", "catalog", "current", "hand_down",
+    "process_env", "setting", "snapshot",
 ]

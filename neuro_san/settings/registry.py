@@ -237,3 +237,12 @@ def activate(settings: Settings) -> Iterator[Settings]:
 def snapshot() -> Settings:
     """The environment read once, now: the only read of ``os.environ`` for settings."""
     return Settings(dict(os.environ))
+
+
+def hand_down(name: str, value: str) -> None:
+    """Give a library that reads its own variable (the a2a-sdk reads
+    ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED`` when it is imported) ``value``, unless the
+    operator set one: written to the process environment, where that library looks (and
+    worker processes inherit it). ``name`` must be declared, so ``neuro-san config`` lists it."""
+    setting(name)
+    os.environ.setdefault(name, value)

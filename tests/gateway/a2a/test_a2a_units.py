@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 
 import pytest
 from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.types import Artifact, Task, TaskState, TaskStatus
 
+from gateway.a2a.switch import SDK_TRACING_ENV
 from gateway.a2a.tasks import OWNER_KEY, BoundedTaskStore, owner_of
 from gateway.state.conversations import ConversationStore
 from gateway.state.memory import LruDocuments, MemoryState
@@ -144,3 +148,22 @@ def test_push_url_resolution_answers_the_checked_address() -> None:
 
     resolved = asyncio.run(PushUrlPolicy(resolver=resolver).resolve("http://hook.example/x"))
     assert isinstance(resolved, Resolved) and resolved.address == "93.184.215.14"
+
+
+def _sdk_spans_on(preset: str | None, ours: bool) -> bool:
+    """Whether a fresh interpreter's a2a-sdk opens spans after :func:`sdk_spans_follow`
+    (the SDK reads its variable once, at import: only a new process shows it)."""
+    env = {k: v for k, v in os.environ.items() if k != SDK_TRACING_ENV}
+    if preset is not None:
+        env[SDK_TRACING_ENV] = preset
+    code = (f"from gateway.a2a.switch import sdk_spans_follow; sdk_spans_follow({ours!r}); "
+            "import a2a.utils.telemetry as t; print(t.otel_installed and t.otel_enabled)")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          check=True)
+    return done.stdout.strip() == "True"
+
+
+def test_the_sdk_opens_spans_only_when_ours_are_on_unless_the_operator_says() -> None:
+    assert _sdk_spans_on(None, ours=False) is False
+    assert _sdk_spans_on(None, ours=True) is True
+    assert _sdk_spans_on("true", ours=False) is True  # the operator's own value wins
