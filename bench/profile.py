@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bench import procs
+from bench.frontends import WORDS as S10_WORDS
 from bench.run import Settings, closed_spec, uvloop_installed
 
 LOADS = {
@@ -130,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     streamed = args.scenario.startswith("S9")
     defaults = Settings()
     stream_args = ("--stream-words", str(defaults.s9_words), "--stream-pace-ms", str(defaults.s9_pace_ms))
+    if args.scenario.startswith("S10"):  # the fake as S10 runs it: a short answer, unpaced
+        streamed, stream_args = True, ("--stream-words", str(S10_WORDS), "--stream-pace-ms", "0")
     burst = args.scenario == "S5"
     latency_ms = defaults.s5_latency_ms if burst else 0.0
     fake, fake_port = procs.start_fake(latency_ms, fast, *(stream_args if streamed else ()))
@@ -137,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         target = server.grpc_target if transport == "grpc" else server.http_base
         spec = closed_spec(transport, target, agent, 16, args.seconds + 3, defaults, fast)
-        spec["stream_tokens"] = streamed
+        spec["stream_tokens"] = args.scenario.startswith("S9")
         if burst:  # as bench.run's S5: one warm-up chat, then every chat at once
             spec.update(mode="burst", count=defaults.s5_chats, warmup=1)
         load = threading.Thread(target=procs.run_load, args=(spec, server.proc.pid))
