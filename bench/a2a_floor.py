@@ -7,9 +7,10 @@
   HTTP+JSON binding (``create_rest_routes``), under the paths our server gives the ``echo``
   network (``/a2a/echo``, ``/a2a/echo/rest/...``), so one load-generator request shape
   serves both servers;
-- run by uvicorn with ``http="httptools"`` and ``loop="uvloop"`` (``asyncio`` without
-  ``--uvloop``, as every bench process follows ``--no-uvloop``; h11 if httptools is not
-  installed, said in the READY line);
+- run by uvicorn with ``http="httptools"`` on uvloop (``asyncio`` without ``--uvloop``, as
+  every bench process follows ``--no-uvloop``; h11 if httptools is not installed, said in
+  the READY line). The loop is made here, as ``uvicorn.run(loop="uvloop")`` makes it
+  (``uvloop.run``), because the gRPC server shares it;
 - A2A's gRPC binding from the same request handler: a grpc.aio server with the SDK's
   :class:`~a2a.server.request_handlers.GrpcHandler` (``lf.a2a.v1.A2AService``);
 - the SDK's :class:`~a2a.server.request_handlers.DefaultRequestHandler` and
@@ -201,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--uvloop", action="store_true", help="uvicorn's loop=uvloop (when installed)")
     parser.add_argument("--stream-words", type=int, default=5, help="artifact chunks of a streamed answer")
     args = parser.parse_args(argv)
-    # uvicorn.run's own loop choice, made here: the gRPC server must share uvicorn's loop.
+    # The loop uvicorn.run(loop="uvloop") would make, made here: the gRPC server shares it.
     run_loop(serve(args.uvloop, args.stream_words), args.uvloop)
 
 
