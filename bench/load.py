@@ -6,8 +6,9 @@ and prints ``RESULT <json>``. One code path serves the real server and the bare 
 servers, so their figures compare.
 
 Spec keys: ``transport`` (``http``: aiohttp client, NDJSON streaming_chat through the
-gateway; ``grpc``: grpc.aio, StreamingChat with ``agent-name`` metadata; ``mcp``, ``a2a``,
-``openai``, ``agui``: the protocol front-ends, :mod:`bench.frontend_clients`), ``target``
+gateway; ``grpc``: grpc.aio, StreamingChat with ``agent-name`` metadata; ``mcp``, ``a2a``
+(and its other bindings, ``a2a_stream``, ``a2a_rest``, ``a2a_grpc``, ...), ``openai``,
+``agui``: the protocol front-ends, :mod:`bench.frontend_clients`), ``target``
 (``http://host:port`` or ``host:port``), ``agent``, ``text``, ``mode`` (``closed``:
 ``clients`` workers each chatting back to back for ``duration`` seconds or until
 ``count`` chats; ``burst``: ``count`` chats started at once), ``warmup`` (chats per
@@ -29,7 +30,7 @@ import grpc
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
 from bench.fake import run_loop
-from bench.frontend_clients import SHAPES, frontend_client
+from bench.frontend_clients import TRANSPORTS, frontend_client
 
 GRPC_METHOD = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
 Chat = Callable[[], Awaitable[str]]  # "" when the chat succeeded, else what went wrong
@@ -137,7 +138,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
     count = int(spec.get("count", 0))
     connections = count if mode == "burst" else clients
     transport = spec["transport"]
-    make = http_client if transport == "http" else frontend_client if transport in SHAPES else grpc_client
+    make = http_client if transport == "http" else frontend_client if transport in TRANSPORTS else grpc_client
     chat, close = await make(spec, connections)
     warm_latencies: list[float] = []
     warm_failures: list[str] = []

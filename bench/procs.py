@@ -191,6 +191,16 @@ def start_floor(
     return proc, port_of(proc.wait_for("READY", 30))
 
 
+def start_a2a_floor(use_uvloop: bool, stream_words: int) -> tuple[Proc, int, int, str]:
+    """The a2a-sdk's own server (bench/a2a_floor.py): the process, its HTTP and gRPC ports,
+    and the HTTP parser uvicorn runs with."""
+    args = [sys.executable, "-m", "bench.a2a_floor", "--stream-words", str(stream_words)]
+    proc = Proc.start(args + (["--uvloop"] if use_uvloop else []))
+    line = proc.wait_for("READY", 60)
+    parser = line.rpartition("parser=")[2] if "parser=" in line else ""
+    return proc, port_of(line, "http"), port_of(line, "grpc"), parser
+
+
 def start_floors(processes: int, use_uvloop: bool, sleep_ms: float) -> tuple[list[Proc], int]:
     """The bare HTTP floor on ``processes`` processes sharing one port (as ``serve --workers``)."""
     first, port = start_floor("http", use_uvloop, sleep_ms)

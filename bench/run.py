@@ -40,7 +40,8 @@ SCENARIO_HELP = {
     "S7": "10,000 HTTP chats at once, 5 s LLM, on one loop and on --workers auto, and on the bare aiohttp floor",
     "S8": "S2 and S5's burst against serve --workers auto and --workers 1, the burst's floor on as many processes",
     "S9": "token streaming: a 50-word answer paced 20 ms per word, time to first token",
-    "S10": "the protocol front-ends (MCP, A2A, OpenAI, AG-UI) beside REST: echo, 16 clients, CPU per call",
+    "S10": "the protocol front-ends (MCP, A2A, OpenAI, AG-UI) beside REST, and A2A's three bindings beside the"
+    " a2a-sdk's own server: echo, 16 clients, CPU per call",
     "limiter": "the per-caller rate limiter and token budget's cost per chat",
 }
 EPILOG = "scenarios:\n" + "\n".join(f"  {name:<8} {text}" for name, text in SCENARIO_HELP.items()) + (

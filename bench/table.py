@@ -4,9 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
+Row = tuple[str, str, str, str, str]
+#: S10's A2A bindings against the SDK's own server (bench/frontends.py): the result key, the
+#: call, the REST row that is the target with the SDK floor.
+_A2A_BINDINGS = (
+    ("jsonrpc", "JSON-RPC SendMessage", "REST"),
+    ("jsonrpc_stream", "JSON-RPC SendStreamingMessage", "REST tokens"),
+    ("http_json", "HTTP+JSON message:send", "REST"),
+    ("http_json_stream", "HTTP+JSON message:stream", "REST tokens"),
+    ("grpc", "gRPC SendMessage", "REST"),
+    ("grpc_stream", "gRPC SendStreamingMessage", "REST tokens"),
+)
+
+
+def _a2a_rows() -> tuple[Row, ...]:
+    """Per binding: ours, the SDK's own server, and ours / (SDK + REST), the target."""
+    rows: list[Row] = []
+    for key, call, rest in _A2A_BINDINGS:
+        rows += [
+            ("S10", f"a2a_sdk.{key}.ours.cpu_ms_per_chat", f"S10 A2A {call}: ours, CPU per call", "ms", ""),
+            ("S10", f"a2a_sdk.{key}.sdk.cpu_ms_per_chat", f"S10 A2A {call}: the SDK's own server", "ms", ""),
+            ("S10", f"a2a_sdk.{key}.to_sdk_plus_rest", f"S10 A2A {call}: ours / (SDK + {rest})", "×", "≤ 1.0"),
+        ]
+    return tuple(rows)
+
+
 # (scenario, key, label, unit, target): the rows, in order. Targets are for reading; the
 # benchmark never asserts them.
-ROWS: tuple[tuple[str, str, str, str, str], ...] = (
+ROWS: tuple[Row, ...] = (
     ("startup", "healthy_s", "start → healthy", "s", "≤ 1.5"),
     ("startup", "first_chat_ms", "first chat", "ms", "≤ 50"),
     ("startup", "idle_rss_mib", "RSS idle", "MiB", "≤ 80"),
@@ -85,6 +110,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("S10", "mcp.cpu_to_rest", "S10 MCP / REST, CPU per call", "×", "≤ 1.2"),
     ("S10", "a2a.cpu_ms_per_chat", "S10 A2A SendMessage: server CPU per call", "ms", ""),
     ("S10", "a2a.cpu_to_rest", "S10 A2A / REST, CPU per call", "×", ""),
+    *_a2a_rows(),
     ("S10", "openai.cpu_ms_per_chat", "S10 OpenAI chat.completions: server CPU per call", "ms", ""),
     ("S10", "openai.cpu_to_rest", "S10 OpenAI / REST, CPU per call", "×", "≤ 1.3"),
     ("S10", "agui.cpu_ms_per_chat", "S10 AG-UI run: server CPU per call", "ms", ""),
@@ -92,6 +118,9 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("limiter", "off_us_per_chat", "per-caller limiter, limits off (per chat)", "µs", ""),
     ("limiter", "on_us_per_chat", "per-caller limiter, rate + tokens on (per chat)", "µs", ""),
 )
+
+#: The label column: as wide as the longest label.
+_WIDTH = max(len(label) for _, _, label, _, _ in ROWS)
 
 
 def _lookup(scenario: dict[str, Any], dotted: str) -> Any:
@@ -116,8 +145,8 @@ def render_table(report: dict[str, Any]) -> str:
         f"python={machine['python']}  loop={machine['event_loop']}  runs={report['settings']['runs']}"
         + ("  (SMOKE: figures mean nothing)" if report.get("smoke") else ""),
         "",
-        f"| {'scenario':<58} | {'value':>9} | {'unit':<7} | {'target':<7} |",
-        f"|{'-' * 60}|{'-' * 11}:|{'-' * 9}|{'-' * 9}|",
+        f"| {'scenario':<{_WIDTH}} | {'value':>9} | {'unit':<7} | {'target':<7} |",
+        f"|{'-' * (_WIDTH + 2)}|{'-' * 11}:|{'-' * 9}|{'-' * 9}|",
     ]
     for scenario, key, label, unit, target in ROWS:
         value = _lookup(report["scenarios"].get(scenario, {}), key)
@@ -125,5 +154,5 @@ def render_table(report: dict[str, Any]) -> str:
             value = f"{value:.0f}/{report['scenarios'][scenario]['chats']}"
         if scenario == "S9" and key == "burst.completed" and value is not None:
             value = f"{value:.0f}/{report['scenarios'][scenario]['burst']['chats']}"
-        lines.append(f"| {label:<58} | {_format(value):>9} | {unit:<7} | {target:<7} |")
+        lines.append(f"| {label:<{_WIDTH}} | {_format(value):>9} | {unit:<7} | {target:<7} |")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.frontends import A2A_BINDINGS
 from bench.run import SCENARIOS
 
 #: Takes seconds (starts servers or other processes): not in `make test-fast`.
@@ -53,6 +54,14 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
         row = scenarios["S10"][frontend]
         assert not row.get("absent"), frontend
         assert row.get("absent") or (row["completed"] > 0 and row["failed"] == 0), (frontend, row)
+    # A2A against the SDK's own server: each binding answered on both, and has its ratio.
+    for binding in A2A_BINDINGS:
+        pair = scenarios["S10"]["a2a_sdk"][binding]
+        for server in ("ours", "sdk"):
+            row = pair[server]
+            assert row["completed"] > 0 and row["failed"] == 0, (binding, server, row["failure_kinds"])
+        assert "to_sdk_plus_rest" in pair, binding
+    assert "S10 A2A gRPC SendStreamingMessage: ours / (SDK + REST tokens)" in completed.stdout
     assert scenarios["startup"]["first_chat_ok"]
     assert "S1 echo, 1 client, HTTP" in completed.stdout
     assert len(list(tmp_path.glob("*.json"))) == 2
