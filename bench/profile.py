@@ -3,7 +3,8 @@
 Starts the fake LLM and ``neuro-san serve`` like ``bench.run``, drives one scenario's load
 (``--scenario S2``: echo over HTTP; ``S3``: math_guy over HTTP; ``S4``: echo over gRPC;
 ``S9``/``S9-http``: echo with ``stream_tokens`` over gRPC/HTTP, the fake streaming S9's answer;
-``S10-mcp``, ``S10-a2a``, ``S10-openai``, ``S10-agui``: S10's front-end calls on echo;
+``S10-mcp``, ``S10-a2a`` (JSON-RPC; ``S10-a2a-grpc``, ``S10-a2a-rest``: the other
+bindings), ``S10-openai``, ``S10-agui``: S10's front-end calls on echo;
 ``S5``: S5's burst, 2,000 HTTP chats at once against a fake taking 1 s, sampled from the
 burst's start for ``--seconds``) and samples the server with ``py-spy record`` (``pip install py-spy``; it needs ptrace
 rights). Prints the functions with the most samples, by own time and by inclusive time
@@ -29,7 +30,7 @@ LOADS = {
     "S2": ("http", "echo"), "S3": ("http", "math_guy"), "S4": ("grpc", "echo"),
     "S9": ("grpc", "echo"), "S9-http": ("http", "echo"), "S5": ("http", "echo"),
     "S10-mcp": ("mcp", "echo"), "S10-a2a": ("a2a", "echo"), "S10-openai": ("openai", "echo"),
-    "S10-agui": ("agui", "echo"),
+    "S10-agui": ("agui", "echo"), "S10-a2a-grpc": ("a2a_grpc", "echo"), "S10-a2a-rest": ("a2a_rest", "echo"),
 }  # fmt: skip
 
 
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fake, fake_port = procs.start_fake(latency_ms, fast, *(stream_args if streamed else ()))
     server = procs.start_server(fake_port, fast)
     try:
-        target = server.grpc_target if transport == "grpc" else server.http_base
+        target = server.grpc_target if transport in ("grpc", "a2a_grpc") else server.http_base
         spec = closed_spec(transport, target, agent, 16, args.seconds + 3, defaults, fast)
         spec["stream_tokens"] = args.scenario.startswith("S9")
         if burst:  # as bench.run's S5: one warm-up chat, then every chat at once
