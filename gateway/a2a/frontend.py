@@ -33,6 +33,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.routes.rest_dispatcher import RestDispatcher
 from a2a.server.routes.rest_routes import create_rest_routes
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, PushNotificationConfigStore
 from a2a.types import Task, TaskStatusUpdateEvent
@@ -42,6 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Router
 
+from gateway.a2a.answers import jsonrpc_error, refused_chat, rest_replacement
 from gateway.a2a.asgi_bridge import (
     AsgiApp,
     Receive,
@@ -84,6 +86,8 @@ _LOOKUP_TIMEOUT = 10.0
 _SCOPE_STATE = "neuro_san.state"
 #: The streaming method, by its A2A 1.0 and 0.3 names: its answer streams token by token.
 _STREAMING_METHODS = frozenset({"SendStreamingMessage", "message/stream"})
+#: The HTTP+JSON binding's ``SendMessage``, below ``/a2a/<network>/rest``.
+_REST_SEND = "/message:send"
 
 
 class _StateFromScope(DefaultServerCallContextBuilder):
@@ -122,24 +126,6 @@ async def _card_security(api_keys: bool) -> CardSecurity:
 
 
 _A2A_TYPE = A2A_MEDIA_TYPE.encode()
-
-
-def _jsonrpc_error(
-    status: int, code: int, message: str, data: Any = None, headers: list[tuple[str, str]] | None = None
-) -> web.Response:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-    return json_response(status, body, headers)
-
-
-def _refused(request_id: Any, failure: RpcFailure) -> JSONResponse:
-    """A chat the service refused (rate limit, token budget: 429; busy: 503), answered as
-    the REST gateway answers it: the HTTP status, ``Retry-After``, the service's message."""
-    error = {"code": failure.jsonrpc_code, "message": failure.message, "data": failure.jsonrpc_data()}
-    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error},
-                        status_code=failure.http_status, headers=dict(failure.headers()))
 
 
 @noting_outages
@@ -204,6 +190,8 @@ class A2AFrontEnd:
         )
         self._dispatcher = JsonRpcDispatcher(self.handler, _StateFromScope(), enable_v0_3_compat=True)
         self._rest = Router(routes=create_rest_routes(self.handler, _StateFromScope()))
+        # The binding's common call, which the SDK answers whole, reached without its router.
+        self._rest_send = RestDispatcher(self.handler, _StateFromScope()).on_message_send
 
     def routes(self) -> Iterable[FrontEndRoute]:
         handlers = {"a2a_server_card": self.server_card, "a2a_agent_card": self.agent_card,
@@ -275,12 +263,12 @@ class A2AFrontEnd:
         try:
             body = decode_json(raw)
         except MalformedJson as error:
-            return _jsonrpc_error(200, -32700, f"Parse error: {error}")
+            return jsonrpc_error(200, -32700, f"Parse error: {error}")
         params = body.get("params") if isinstance(body, dict) else None
         tenant = params.get("tenant") if isinstance(params, dict) else None
         if not isinstance(tenant, str) or not tenant.strip("/"):
             # Relative paths: an error must not echo the request's Host either.
-            return _jsonrpc_error(200, -32602, "name the agent network in params.tenant (the skills of "
+            return jsonrpc_error(200, -32602, "name the agent network in params.tenant (the skills of "
                                   "/.well-known/agent-card.json), or use the network's own "
                                   "card at /a2a/<network>/.well-known/agent-card.json")
         return await self.jsonrpc(request, {"agent": tenant.strip("/")}, raw)
@@ -301,6 +289,12 @@ class A2AFrontEnd:
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=path.endswith(":stream"))
         extra = {_SCOPE_STATE: state, "path": path, "raw_path": path.encode()}
+        if request.method == "POST" and path == _REST_SEND:  # the common call, answered whole: no ASGI round trip
+            response = await self._rest_send(sdk_request(request, raw, extra))
+            if (instead := rest_replacement(refusals, state)) is not None:
+                status, body, named = instead
+                return a2a_typed(json_response(status, dumps(body), list(named.items())))
+            return a2a_typed(whole_response(response))
         return await call_asgi(self._rest_refusing(refusals, state), request, raw, extra)
 
     def _rest_refusing(self, refusals: list[RpcFailure], state: dict[str, Any]) -> AsgiApp:
@@ -313,14 +307,9 @@ class A2AFrontEnd:
 
             async def send_or_refuse(message: MutableMapping[str, Any]) -> None:
                 nonlocal replaced
-                outage = met(state)
-                if message["type"] == "http.response.start" and (outage or refusals):
-                    if outage is not None:
-                        status, body, named = rest_answer(outage)
-                    else:
-                        failure = refusals[-1]
-                        status, body, named = failure.http_status, {"error": failure.status_dict()}, \
-                            dict(failure.headers())
+                instead = rest_replacement(refusals, state) if message["type"] == "http.response.start" else None
+                if instead is not None:
+                    status, body, named = instead
                     replaced = True
                     headers = [(b"content-type", _A2A_TYPE),
                                *((name.lower().encode(), value.encode()) for name, value in named.items())]
@@ -353,17 +342,17 @@ class A2AFrontEnd:
         except AgentsFailed as error:
             failure = error.failure
             code = failure.jsonrpc_code if failure.is_refusal else -32600
-            return _jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
+            return jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
                                   failure.headers() + challenge(failure))
         try:  # the SDK parses the body again: only one that passed the host's decoder reaches it
             body = decode_json(raw)
         except MalformedJson as error:
-            return _jsonrpc_error(200, -32700, f"Parse error: {error}")
+            return jsonrpc_error(200, -32700, f"Parse error: {error}")
         version = request.headers.get(VERSION_HEADER, "").strip()
         method = body.get("method") if isinstance(body, dict) else None
         if isinstance(method, str) and "/" in method and version and not version.startswith("0.3"):
             # A 0.3 method name with a newer A2A-Version: the SDK calls that an internal error.
-            return _jsonrpc_error(200, -32600, f"method {echo(method)} is A2A 0.3 but {VERSION_HEADER} is "
+            return jsonrpc_error(200, -32600, f"method {echo(method)} is A2A 0.3 but {VERSION_HEADER} is "
                                   f"{echo(version)}; send A2A 1.0 method names (SendMessage…) or no version header")
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
@@ -382,7 +371,7 @@ class A2AFrontEnd:
         if refusals:
             # SendMessage waited for the task, which the service refused: nothing is sent
             # yet, so say it as REST does. A stream has started: its task failed with the message.
-            response = _refused(body.get("id") if isinstance(body, dict) else None, refusals[-1])
+            return refused_chat(body.get("id") if isinstance(body, dict) else None, refusals[-1])
         return whole_response(response)
 
     async def close(self) -> None:
