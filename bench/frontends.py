@@ -12,8 +12,11 @@ to the SDK floor's streaming call (the same artifact chunks) + REST with ``strea
 ``a2a_sdk.<binding>.to_sdk_plus_rest`` is that ratio (<= 1.0 meets the target).
 AG-UI always streams the answer's tokens, so it is held to REST with ``stream_tokens``
 (``rest_tokens``); the fake LLM streams a short answer (``WORDS`` words, unpaced), so a
-streamed call costs its tokens, not the pace's waiting. A front-end this server does not
-serve (404 on its path) is reported as absent.
+streamed call costs its tokens, not the pace's waiting. The OpenAI API and AG-UI chat
+MAXIMAL (their usage and thinking are its steps), so REST is also run MAXIMAL
+(``rest_maximal``, ``rest_tokens_maximal``) and their ``cpu_to_rest_maximal`` says how much
+of their ratio that filter is. A front-end this server does not serve (404 on its path) is
+reported as absent.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from bench.run import Settings, closed_spec, repeat
 #: (anything but 404: a POST-only route answers 405).
 FRONTENDS = {"mcp": "/mcp", "a2a": "/a2a/echo/.well-known/agent-card.json", "openai": "/v1/models",
              "agui": "/ag-ui/echo"}
+#: The front-ends that chat MAXIMAL, also compared with their REST row run MAXIMAL.
+CHATS_MAXIMAL = frozenset({"openai", "agui"})
 #: Which REST row each front-end is held to.
 BASELINE = {"mcp": "rest", "a2a": "rest", "openai": "rest", "agui": "rest_tokens"}
 #: The streamed answer's words (S9 measures pacing; here a token's cost is what matters).
@@ -66,6 +71,11 @@ def run_s10(s: Settings, fast: bool) -> dict[str, Any]:
             result["rest"] = repeat(s.runs, lambda: procs.run_load(rest, pid, fake_pid=fake.pid))
             tokens = {**rest, "stream_tokens": True}
             result["rest_tokens"] = repeat(s.runs, lambda: procs.run_load(tokens, pid, fake_pid=fake.pid))
+            # The OpenAI API and AG-UI chat MAXIMAL (their usage and thinking are its steps): the
+            # same REST chats MAXIMAL say how much of their ratio that filter is.
+            for name, base in (("rest_maximal", rest), ("rest_tokens_maximal", tokens)):
+                maximal = {**base, "maximal": True}
+                result[name] = repeat(s.runs, lambda: procs.run_load(maximal, pid, fake_pid=fake.pid))  # noqa: B023
             for name, probe in FRONTENDS.items():
                 if not _served(server.http_base, probe):
                     result[name] = {"absent": True}
@@ -74,6 +84,9 @@ def run_s10(s: Settings, fast: bool) -> dict[str, Any]:
                 measured = repeat(s.runs, lambda: procs.run_load(spec, pid, fake_pid=fake.pid))  # noqa: B023
                 rest_cpu = result[BASELINE[name]]["cpu_ms_per_chat"]
                 measured["cpu_to_rest"] = measured["cpu_ms_per_chat"] / rest_cpu if rest_cpu else 0.0
+                if name in CHATS_MAXIMAL:
+                    maximal_cpu = result[f"{BASELINE[name]}_maximal"]["cpu_ms_per_chat"]
+                    measured["cpu_to_rest_maximal"] = measured["cpu_ms_per_chat"] / maximal_cpu if maximal_cpu else 0.0
                 result[name] = measured
             if not result["a2a"].get("absent"):
                 result["a2a_sdk"] = _a2a_against_sdk(s, fast, server, fake.pid, result)

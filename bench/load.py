@@ -52,7 +52,10 @@ async def http_client(spec: dict[str, Any], connections: int) -> tuple[Chat, Cal
     session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120))
     url = f"{spec['target']}/api/v1/{spec['agent']}/streaming_chat"
     tokens = bool(spec.get("stream_tokens"))
-    body = json.dumps({"user_message": {"text": spec["text"]}, **({"stream_tokens": True} if tokens else {})}).encode()
+    body = json.dumps({
+        "user_message": {"text": spec["text"]}, **({"stream_tokens": True} if tokens else {}),
+        **({"chat_filter": {"chat_filter_type": "MAXIMAL"}} if spec.get("maximal") else {}),
+    }).encode()  # fmt: skip
     headers = {"Content-Type": "application/json"}
 
     async def chat_tokens() -> str:

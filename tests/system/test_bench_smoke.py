@@ -50,7 +50,8 @@ def test_bench_smoke_runs_every_scenario(tmp_path: Path) -> None:
         assert scenarios["S9"][transport]["deltas"] > 0 and scenarios["S9"][transport]["failed"] == 0, transport
     assert scenarios["S9"]["burst"]["completed"] == scenarios["S9"]["burst"]["chats"]
     assert scenarios["S9"]["relay"]["deltas"] > 0 and scenarios["S9"]["relay"]["failed"] == 0  # the token floor
-    for frontend in ("rest", "rest_tokens", "mcp", "a2a", "openai", "agui"):  # every front-end served answered
+    # Every front-end served answered (and REST with the filters the front-ends chat with).
+    for frontend in ("rest", "rest_tokens", "rest_maximal", "rest_tokens_maximal", "mcp", "a2a", "openai", "agui"):
         row = scenarios["S10"][frontend]
         assert not row.get("absent"), frontend
         assert row.get("absent") or (row["completed"] > 0 and row["failed"] == 0), (frontend, row)
