@@ -269,8 +269,8 @@ class A2AFrontEnd:
         if not isinstance(tenant, str) or not tenant.strip("/"):
             # Relative paths: an error must not echo the request's Host either.
             return jsonrpc_error(200, -32602, "name the agent network in params.tenant (the skills of "
-                                  "/.well-known/agent-card.json), or use the network's own "
-                                  "card at /a2a/<network>/.well-known/agent-card.json")
+                                 "/.well-known/agent-card.json), or use the network's own "
+                                 "card at /a2a/<network>/.well-known/agent-card.json")
         return await self.jsonrpc(request, {"agent": tenant.strip("/")}, raw)
 
     async def rest(self, request: web.Request, captures: dict[str, str], raw: bytes) -> web.StreamResponse:
@@ -343,7 +343,7 @@ class A2AFrontEnd:
             failure = error.failure
             code = failure.jsonrpc_code if failure.is_refusal else -32600
             return jsonrpc_error(failure.http_status, code, failure.message, failure.status_dict(),
-                                  failure.headers() + challenge(failure))
+                                 failure.headers() + challenge(failure))
         try:  # the SDK parses the body again: only one that passed the host's decoder reaches it
             body = decode_json(raw)
         except MalformedJson as error:
@@ -353,7 +353,7 @@ class A2AFrontEnd:
         if isinstance(method, str) and "/" in method and version and not version.startswith("0.3"):
             # A 0.3 method name with a newer A2A-Version: the SDK calls that an internal error.
             return jsonrpc_error(200, -32600, f"method {echo(method)} is A2A 0.3 but {VERSION_HEADER} is "
-                                  f"{echo(version)}; send A2A 1.0 method names (SendMessage…) or no version header")
+                                 f"{echo(version)}; send A2A 1.0 method names (SendMessage…) or no version header")
         refusals: list[RpcFailure] = []
         state = self._call_state(request, agent, refusals, streaming=method in _STREAMING_METHODS)
 
