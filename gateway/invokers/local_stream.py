@@ -49,7 +49,7 @@ class _Step:
     """One awaitable of the handler (its ``__anext__``, its ``aclose``) run by hand: each
     piece in ``context``, while the task that awaits :meth:`finish` waits on what it waits on."""
 
-    __slots__ = ("_context", "_pieces", "waiting_on", "done", "result", "error", "_cancelling", "reader_cancelled")
+    __slots__ = ("_context", "_pieces", "waiting_on", "done", "result", "error", "_cancelling")
 
     def __init__(self, context: contextvars.Context, awaitable: Awaitable[Any]) -> None:
         self._context = context
@@ -60,8 +60,6 @@ class _Step:
         self.error: BaseException | None = None
         #: 0: not asked to stop; 1: asked, the CancelledError not yet thrown in; 2: thrown.
         self._cancelling = 0
-        #: The task awaiting it was cancelled (not by :meth:`cancel`).
-        self.reader_cancelled = False
 
     def resume(self, error: BaseException | None = None) -> None:
         """Run it on to its next wait (then in ``waiting_on``) or its end."""
@@ -78,6 +76,11 @@ class _Step:
         except BaseException as failure:  # StopAsyncIteration and CancelledError included
             self.error = failure
         self.done = True
+
+    @property
+    def reader_cancelled(self) -> bool:
+        """It ended in a CancelledError that :meth:`cancel` did not throw in."""
+        return self._cancelling == 0 and isinstance(self.error, asyncio.CancelledError)
 
     def cancel(self) -> None:
         """As ``Task.cancel``: what it waits on is cancelled, CancelledError goes in where it waits."""
@@ -98,9 +101,10 @@ class _Step:
                 except GeneratorExit:
                     raise
                 except BaseException as caught:  # the future failed, or the awaiting task was cancelled
+                    # Handed in as a Task would: code of the handler may cancel its own task
+                    # and catch it (anyio's cancel scopes do), so only a CancelledError that
+                    # comes out of the step means the awaiting task itself was cancelled.
                     error = caught
-                    if isinstance(caught, asyncio.CancelledError) and self._cancelling == 0:
-                        self.reader_cancelled = True
             if self._cancelling == 1:
                 self._cancelling = 2
                 if not isinstance(error, asyncio.CancelledError):
@@ -147,12 +151,14 @@ class LocalStreamCall(_LocalCallBase):
         if step is None:
             return
         await step.finish()
-        self._settle(step)
         if step.reader_cancelled:
             # As grpc.aio: a reader cancelled mid-read (a front-end's task cancelled, A2A
             # tasks/cancel) cancels the call, so the chat and its LLM calls stop.
+            self._step = None
             self.cancel()
+            self._settle(step)
             raise asyncio.CancelledError()
+        self._settle(step)
 
     def _settle(self, step: _Step) -> None:
         self._step = None
