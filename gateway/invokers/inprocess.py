@@ -23,8 +23,7 @@ import grpc
 from grpc_health.v1 import health_pb2
 
 from gateway.invokers.interface import Invoker, RpcMethod
-from gateway.invokers.local_call import LocalContext, LocalUnaryCall, MetadataPairs, size_error
-from gateway.invokers.local_stream import LocalStreamCall
+from gateway.invokers.local_call import LocalContext, LocalStreamCall, LocalUnaryCall, MetadataPairs, size_error
 
 log = logging.getLogger(__name__)
 

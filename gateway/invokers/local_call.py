@@ -3,8 +3,7 @@
 :class:`gateway.invokers.inprocess.InProcessInvoker` runs a method handler of the service layer
 (the very ``grpc.RpcMethodHandler`` the gRPC server serves) as its own task, as grpc.aio
 does, with a :class:`LocalContext` in place of the server's context. The gateway and the
-front-ends see a :class:`LocalUnaryCall` / :class:`~gateway.invokers.local_stream.LocalStreamCall`
-(driven by its reader: see that module) that behaves like the
+front-ends see a :class:`LocalUnaryCall` / :class:`LocalStreamCall` that behaves like the
 grpc.aio call objects they use: awaitable unary result, ``read()`` / ``async for`` with
 ``grpc.aio.EOF``, ``initial_metadata()``, ``trailing_metadata()``, ``code()``,
 ``details()``, ``done()``, ``cancel()``, and failures raised as ``grpc.aio.AioRpcError``
@@ -23,7 +22,8 @@ import asyncio
 import contextvars
 import inspect
 import logging
-from collections.abc import Callable, Generator, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from typing import Any
 
 import grpc
@@ -264,3 +264,87 @@ class LocalUnaryCall(_LocalCallBase):
         if self._status[0] != grpc.StatusCode.OK:
             raise self._error()
         return self._response
+
+
+class LocalStreamCall(_LocalCallBase):
+    """``read()`` → the next response or ``grpc.aio.EOF``; ``async for`` over the responses."""
+
+    def __init__(
+        self, behaviour: Callable[..., Any], request: Message, context: LocalContext, timeout: float | None,
+        limit: int,
+    ) -> None:  # fmt: skip
+        super().__init__(context, timeout)
+        self._limit = limit
+        self._ready: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        #: Set while the consumer is behind (a small window, as HTTP/2 flow control gives).
+        self._room: asyncio.Future[None] | None = None
+        self._start(self._run(behaviour, request))
+
+    async def _run(self, behaviour: Callable[..., Any], request: Message) -> None:
+        responses = behaviour(request, self._context)
+        if not hasattr(responses, "__aiter__"):
+            raise TypeError("an in-process stream handler must be an async generator")
+        try:
+            async for response in responses:
+                size = response.ByteSize()
+                if size > self._limit:
+                    self._abandon(*size_error(size, self._limit, sending=False))
+                    return
+                self._context.send_initial_metadata_if_needed()
+                self._ready.append(response)
+                self._wake()
+                while len(self._ready) >= _WINDOW and self._status is None:
+                    self._room = self._loop.create_future()
+                    await self._room
+        finally:
+            aclose = getattr(responses, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _finished(self) -> None:
+        self._wake()
+
+    async def read(self) -> Any:
+        while not self._ready:
+            if self._status is not None:
+                if self._status[0] == grpc.StatusCode.OK:
+                    return grpc.aio.EOF
+                raise self._error()
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            except asyncio.CancelledError:
+                # As grpc.aio: a reader cancelled mid-read cancels the call, so a front-end
+                # whose task is cancelled (A2A tasks/cancel) stops the chat and its LLM calls.
+                self.cancel()
+                raise
+        response = self._ready.popleft()
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
+        return response
+
+    def at_eof(self) -> Any:
+        """``grpc.aio.EOF`` when the stream has ended well with nothing left to read, else
+        None; never waits (not part of grpc.aio: lets the gateway end a response in one write)."""
+        if not self._ready and self._status is not None and self._status[0] == grpc.StatusCode.OK:
+            return grpc.aio.EOF
+        return None
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        while True:
+            response = await self.read()
+            if response is grpc.aio.EOF:
+                return
+            yield response
+
+
+#: Responses a stream may run ahead of its reader before its handler waits.
+_WINDOW = 16

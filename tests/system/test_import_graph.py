@@ -51,7 +51,7 @@ FRONT_ENDS = ("gateway.mcp", "gateway.a2a", "gateway.agui", "gateway.openai", "g
 COMPOSITION = ("gateway.composition", "gateway.cli")
 #: What of the transcoder a protocol front-end may use: its JSON ⇄ proto codec only.
 TRANSCODER_INSIDES = tuple(f"{TRANSCODER}.{name}" for name in ("frontend", "routes", "binder", "forward", "openapi"))
-INVOKER_IMPLEMENTATIONS = tuple(f"{INVOKERS}.{name}" for name in ("channel", "inprocess", "local_call", "local_stream"))
+INVOKER_IMPLEMENTATIONS = tuple(f"{INVOKERS}.{name}" for name in ("channel", "inprocess", "local_call"))
 #: The server's insides: the HTTP port reaches agents only through an invoker.
 SERVER_INSIDES = (WIRE, *BELOW_SERVICE, "neuro_san.service", "neuro_san.client", "neuro_san.cli")
 #: Every package of ours but the core and the settings themselves.

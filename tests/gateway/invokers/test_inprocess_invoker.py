@@ -36,17 +36,9 @@ class Behaviour:
     def __init__(self) -> None:
         self.cancelled = asyncio.Event()
         self.stalled = asyncio.Event()  # a "slow" chat has sent its messages and now waits
-        self.stopped = asyncio.Event()  # the handler has ended, one way or another
         self.seen_metadata: tuple[tuple[str, Any], ...] = ()
 
     async def chat(self, request: agent_pb2.ChatRequest, context: Any) -> AsyncIterator[agent_pb2.ChatResponse]:
-        try:
-            async for response in self._chat(request, context):
-                yield response
-        finally:
-            self.stopped.set()  # however it ends: its messages done, cancelled, or closed between two
-
-    async def _chat(self, request: agent_pb2.ChatRequest, context: Any) -> AsyncIterator[agent_pb2.ChatResponse]:
         self.seen_metadata = tuple(context.invocation_metadata())
         SEEN.set("inside the call")
         await context.send_initial_metadata((("request-id", "r-9"),))
@@ -143,14 +135,11 @@ def test_deadline_and_cancel_stop_the_handler() -> None:
         assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         await asyncio.wait_for(behaviour.cancelled.wait(), 2)
 
-        behaviour.stopped.clear()
-        behaviour.stalled.clear()
+        behaviour.cancelled.clear()
         call = stream(_chat("slow"), metadata=(), timeout=None)
         await call.read()
-        # The handler is stopped between two messages (the reader runs it): it is closed there.
         assert call.cancel() and call.cancelled()
-        await asyncio.wait_for(behaviour.stopped.wait(), 2)
-        assert not behaviour.stalled.is_set(), "closed where it stood, never run on to its wait"
+        await asyncio.wait_for(behaviour.cancelled.wait(), 2)
         assert not call.cancel(), "cancelling twice does nothing"
 
     asyncio.run(scenario())
@@ -227,39 +216,6 @@ def test_unknown_method_is_unimplemented() -> None:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await invoker.callable_for(_route("Function"))(agent_pb2.FunctionRequest(), metadata=(), timeout=1)
         assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
-
-    asyncio.run(scenario())
-
-
-def test_the_reader_runs_the_handler_past_its_first_message() -> None:
-    """Issue 37: a streamed message costs no task hop of its own: after the first message
-    (run by a task of the call's, so the handler starts before anybody reads), the handler
-    runs in the task that reads it, its contextvars still its own."""
-
-    async def scenario() -> None:
-        tasks: list[asyncio.Task[Any] | None] = []
-        seen: list[str] = []
-
-        async def chat(_request: agent_pb2.ChatRequest, _context: Any) -> AsyncIterator[agent_pb2.ChatResponse]:
-            SEEN.set("inside the call")
-            for index in range(4):
-                await asyncio.sleep(0)  # a wait between messages, as a chat waits on its model
-                tasks.append(asyncio.current_task())
-                seen.append(SEEN.get())
-                yield agent_pb2.ChatResponse(response={"text": str(index)})
-
-        generic = grpc.method_handlers_generic_handler(
-            SERVICE, {"StreamingChat": grpc.unary_stream_rpc_method_handler(chat)}
-        )
-        invoker = InProcessInvoker([generic], health.aio.HealthServicer(), 1 << 20)
-        call = invoker.callable_for(_route("StreamingChat"))(_chat("hi"), metadata=(), timeout=5)
-        texts = [message.response.text async for message in call]
-        assert texts == ["0", "1", "2", "3"]
-        reader = asyncio.current_task()
-        assert tasks[0] is not reader, "the first message: the call's own task"
-        assert tasks[1:] == [reader] * 3
-        assert seen == ["inside the call"] * 4 and SEEN.get() == ""
-        assert await call.code() == grpc.StatusCode.OK
 
     asyncio.run(scenario())
 
