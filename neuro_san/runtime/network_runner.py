@@ -207,9 +207,10 @@ class NetworkRunner:
         if not streaming and tokens == "none" and self._keepalive <= 0:
             yield await self._run(ctx, request)
             return
-        # The turn runs in a task of its own and journals into the queue this generator reads:
-        # written out here rather than in a generator of its own, so that a streamed token
-        # passes through one async generator fewer (issue 37).
+        async for message in self._stream(ctx, request):
+            yield message
+
+    async def _stream(self, ctx: RequestContext, request: ChatRequest) -> AsyncIterator[ChatMessage]:
         queue: asyncio.Queue[Any] = ctx.journal.queue or asyncio.Queue()
         outcome: list[Any] = []
 
@@ -223,7 +224,7 @@ class NetworkRunner:
             finally:
                 queue.put_nowait(_DONE)
 
-        turn = asyncio.create_task(run())
+        task = asyncio.create_task(run())
         try:
             while True:
                 if self._keepalive > 0:
@@ -242,10 +243,10 @@ class NetworkRunner:
                 raise result
             yield result
         finally:
-            if not turn.done():
-                turn.cancel()
+            if not task.done():
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await turn
+                    await task
 
     async def _run(self, ctx: RequestContext, request: ChatRequest) -> ChatMessage:
         network = ctx.network
