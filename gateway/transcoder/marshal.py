@@ -30,6 +30,7 @@ from gateway.host.errors import GatewayError, bad_request
 from gateway.host.json_body import MalformedJson, decode_json
 from gateway.host.responses import dumps
 from gateway.transcoder.filler import filler_for
+from gateway.transcoder.json_writer import Unwritable, writer_for
 from gateway.transcoder.present_fields import add_present_fields, presence_plan
 from gateway.transcoder.printer import printer_for
 
@@ -193,6 +194,7 @@ class MessageCodec:
         self.message_class = message_class
         descriptor = message_class.DESCRIPTOR
         self._print = printer_for(descriptor)
+        self._write = writer_for(descriptor)
         self._fill = filler_for(descriptor)
         self._out_plan = _struct_plan(descriptor, {})
         self._in_plan = _input_plan(descriptor, {})
@@ -208,7 +210,12 @@ class MessageCodec:
         return data
 
     def to_json(self, message: Message) -> bytes:
-        return dumps(self.to_dict(message))
+        """``dumps(to_dict(message))``: written straight from the fields where it can
+        (json_writer.py; a streamed token's line, every delta), else by way of the dict."""
+        try:
+            return self._write(message).encode("utf-8", "replace")
+        except Unwritable:
+            return dumps(self.to_dict(message))
 
     # ---- in ------------------------------------------------------------------------
     def parse_body(self, raw: bytes) -> dict[str, Any]:

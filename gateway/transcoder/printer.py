@@ -45,7 +45,7 @@ def printer_for(descriptor: Descriptor, memo: dict[str, Printer] | None = None) 
     existing = memo.get(descriptor.full_name)
     if existing is not None:
         return existing
-    if not _printable_here(descriptor):
+    if not printable_here(descriptor):
         memo[descriptor.full_name] = protobuf_printer
         return protobuf_printer
     fields: dict[int, tuple[str, Convert]] = {}
@@ -73,7 +73,7 @@ class _FieldWalk:
         return out
 
 
-def _printable_here(descriptor: Descriptor) -> bool:
+def printable_here(descriptor: Descriptor) -> bool:
     if descriptor.full_name.startswith("google.protobuf."):
         return False  # well-known types have JSON forms of their own
     if descriptor.extension_ranges:

@@ -218,3 +218,30 @@ def test_unknown_method_is_unimplemented() -> None:
         assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
     asyncio.run(scenario())
+
+
+def test_a_handler_that_cancels_its_own_task_and_catches_it_goes_on() -> None:
+    """anyio's cancel scopes (httpx, the A2A client of a tool) cancel the task they run in
+    and catch that cancellation: whichever task runs the handler, the call goes on."""
+
+    async def scenario() -> None:
+        async def chat(_request: agent_pb2.ChatRequest, _context: Any) -> AsyncIterator[agent_pb2.ChatResponse]:
+            for index in range(3):
+                task = asyncio.current_task()
+                assert task is not None
+                asyncio.get_running_loop().call_soon(task.cancel)
+                try:
+                    await asyncio.sleep(5)  # cancelled at once by the line above
+                except asyncio.CancelledError:
+                    task.uncancel()
+                yield agent_pb2.ChatResponse(response={"text": str(index)})
+
+        generic = grpc.method_handlers_generic_handler(
+            SERVICE, {"StreamingChat": grpc.unary_stream_rpc_method_handler(chat)}
+        )
+        invoker = InProcessInvoker([generic], health.aio.HealthServicer(), 1 << 20)
+        call = invoker.callable_for(_route("StreamingChat"))(_chat("hi"), metadata=(), timeout=5)
+        assert [message.response.text async for message in call] == ["0", "1", "2"]
+        assert await call.code() == grpc.StatusCode.OK
+
+    asyncio.run(scenario())
