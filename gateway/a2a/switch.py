@@ -25,6 +25,6 @@ SDK_TRACING_ENV = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
 
 def sdk_spans_follow(tracing: bool) -> None:
     """Spans from the a2a-sdk only when ours are on. With no tracer set up its spans
-    record nothing, yet they took about a quarter of an A2A call's CPU (docs/performance.md);
+    record nothing, yet they cost a tenth or more of an A2A call's CPU (docs/performance.md);
     an operator's own value of the variable wins. Call before the SDK is first imported."""
     hand_down(SDK_TRACING_ENV, "true" if tracing else "false")
