@@ -26,8 +26,9 @@ servers send the SDK the same events, and what ours costs beyond this floor is o
 
 SDK defaults otherwise. Its OpenTelemetry instrumentation (``trace_class`` on the handler,
 dispatchers, queues; ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED`` unset means on) stays at its
-default, as the samples leave it and as our server, which runs the same SDK, leaves it:
-it is part of what the SDK costs. One departure: uvicorn's per-request access log line is
+default, as the samples leave it: it is part of what the SDK's own server costs (our
+server turns it off unless ``AGENT_TRACING`` is on, one of the costs issue 37 asked us to
+stop paying). One departure: uvicorn's per-request access log line is
 off (``access_log=False``, log level ``warning``); it is uvicorn's cost, not the SDK's, and
 a floor is the least the SDK's server can do. Prints ``READY http=<port> grpc=<port>
 parser=<httptools|h11>``; runs until SIGTERM.
