@@ -32,7 +32,7 @@ from gateway.host.responses import dumps
 from gateway.transcoder.filler import filler_for
 from gateway.transcoder.json_writer import Unwritable, writer_for
 from gateway.transcoder.present_fields import add_present_fields, presence_plan
-from gateway.transcoder.printer import printer_for
+from gateway.transcoder.printer import print_struct, printer_for
 
 _STRUCT_TYPES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
@@ -74,6 +74,12 @@ def whole_numbers_to_int(value: Any) -> Any:
             if type(item) in (float, dict, list):
                 value[index] = whole_numbers_to_int(item)
     return value
+
+
+def struct_json(struct: Message) -> dict[str, Any]:
+    """A ``google.protobuf.Struct`` field's JSON form, as :meth:`MessageCodec.to_dict` gives
+    it (whole numbers as ints): for a reader of one field, without the whole message's dict."""
+    return whole_numbers_to_int(print_struct(struct))  # type: ignore[no-any-return]
 
 
 # A plan maps a JSON key to None (a Struct-like value: fix it) or to the plan of a
