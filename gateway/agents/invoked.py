@@ -38,7 +38,7 @@ from gateway.agents.interface import (
     Turn,
 )
 from gateway.host.errors import GatewayError, rpc_failure
-from gateway.transcoder.marshal import MessageCodec
+from gateway.transcoder.marshal import MessageCodec, struct_json
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
 from neuro_san.core.internal_metadata import CLIENT_HISTORY_KEY
 from neuro_san.core.messages import CLIENT_HISTORY_TOOL
@@ -50,12 +50,12 @@ if TYPE_CHECKING:
 LOOKUP_SECONDS = 10.0
 
 _REQUEST_CODEC = MessageCodec(agent_pb2.ChatRequest)
-#: The response's message alone: with MAXIMAL every response also echoes the request, which
-#: converting the whole response would turn into JSON each time for nothing.
-_MESSAGE_CODEC = MessageCodec(chat_pb2.ChatMessage)
+#: An answer's chat_context in its JSON form, which the front-ends keep and send back.
+_CONTEXT_CODEC = MessageCodec(chat_pb2.ChatContext)
 _Type = chat_pb2.ChatMessage
-#: What is a step; SYSTEM (the prompt) and HUMAN (the user's own text) are no news to the client.
-_STEP_TYPES = frozenset({_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.AGENT_PROGRESS})
+#: What is a step, by name; SYSTEM (the prompt) and HUMAN (the user's own text) are no news to the client.
+_STEP_NAMES = {kind: _Type.ChatMessageType.Name(kind)
+               for kind in (_Type.AI, _Type.AGENT, _Type.AGENT_TOOL_RESULT, _Type.AGENT_PROGRESS)}
 _HISTORY_TYPES = {"user": "HUMAN", "assistant": "AI"}
 
 
@@ -112,7 +112,13 @@ def is_usage_report(origin_length: int, structure: Any) -> bool:
 
 
 def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
-    """The event one response is, or None when it is nothing a front-end is told."""
+    """The event one response is, or None when it is nothing a front-end is told.
+
+    Read field by field rather than through the message's whole JSON form: a MAXIMAL chat
+    sends half a dozen such messages, and their dicts (the echoed request's and the
+    history's included) cost more than the rest of the front-end's work. What a field holds
+    is its JSON form all the same (``struct_json``, the chat_context's codec), so a front-end
+    gets what REST would have sent."""
     message = reply.response
     kind = message.type
     if kind == _Type.TOKEN_DELTA:
@@ -120,21 +126,20 @@ def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
         if len(message.origin) == 1 and message.delta_kind == _Type.ANSWER and message.text:
             return AnswerDelta(message.text)
         return None
-    if kind != _Type.AGENT_FRAMEWORK and kind not in _STEP_TYPES:
-        return None
-    data = _MESSAGE_CODEC.to_dict(message)
     if kind == _Type.AGENT_FRAMEWORK:
-        return Answer(str(data.get("text", "")), data.get("structure"), data.get("chat_context"),
-                      data.get("sly_data") or {})
-    structure = data.get("structure")
-    origin = _origin(data.get("origin"))
-    return Step(_Type.ChatMessageType.Name(kind), origin, str(data.get("text") or ""), structure,
-                *_tool_parts(structure), result_of=_origin(data.get("tool_result_origin")))
+        return Answer(message.text, _structure(message, "structure"),
+                      _CONTEXT_CODEC.to_dict(message.chat_context) if message.HasField("chat_context") else None,
+                      _structure(message, "sly_data") or {})
+    name = _STEP_NAMES.get(kind)
+    if name is None:
+        return None
+    structure = _structure(message, "structure")
+    return Step(name, tuple(o.tool for o in message.origin), message.text, structure, *_tool_parts(structure),
+                result_of=tuple(o.tool for o in message.tool_result_origin))
 
 
-def _origin(raw: Any) -> tuple[str, ...]:
-    """The agent names of an origin path's JSON form."""
-    return tuple(str(o.get("tool", "")) for o in raw or [] if isinstance(o, dict))
+def _structure(message: chat_pb2.ChatMessage, field: str) -> dict[str, Any] | None:
+    return struct_json(getattr(message, field)) if message.HasField(field) else None
 
 
 def _tool_parts(structure: Any) -> tuple[Any, Any]:
