@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,17 +30,33 @@ def copy_project(tmp_path: Path, source: Path = STUDIO_FIXTURE) -> Path:
     return root
 
 
-def studio_env(root: Path) -> dict[str, str]:
-    """What ``ns run`` sets (neuro_san_studio's ProjectEnvironment and run command)."""
+def studio_env(root: Path, package: Path | None = None) -> dict[str, str]:
+    """What ``ns run`` sets to serve the project, none of it set beforehand
+    (neuro_san_studio 0.4.3's ``ProjectEnvironment`` and run command).
+
+    ``package``: the installed ``neuro_san_studio`` package. ``ns run`` falls back to the
+    files it bundles for what the project does not have: ``mcp/mcp_info.hocon``, and the two
+    toolbox files, looked for in the project under ``neuro_san_studio/toolbox/`` (a vendored
+    copy), else the package's ``toolbox/`` (whose entries are ``neuro_san_studio.coded_tools.…``
+    classes). Left out, as they do not change what is served: ``LOG_LEVEL``, the manifest's
+    hot-reload period and process context, and nsflow's variables.
+    """
     env = {
         "AGENT_MANIFEST_FILE": str(root / "registries" / "manifest.hocon"),
         "AGENT_TOOL_PATH": str(root / "coded_tools"),
-        "MCP_SERVERS_INFO_FILE": str(root / "mcp" / "mcp_info.hocon"),
         "PYTHONPATH": str(root),
     }
-    toolbox = root / "toolbox" / "toolbox_info.hocon"
-    if toolbox.is_file():
-        env["AGENT_TOOLBOX_INFO_FILE"] = str(toolbox)
+    mcp = root / "mcp" / "mcp_info.hocon"
+    env["MCP_SERVERS_INFO_FILE"] = str(mcp if mcp.is_file() or package is None else package / "mcp" / "mcp_info.hocon")
+    for name, file in (
+        ("AGENT_TOOLBOX_INFO_FILE", "toolbox_info.hocon"),
+        ("AGENT_NETWORK_DESIGNER_TOOLBOX_INFO_FILE", "agent_network_designer_toolbox_info.hocon"),
+    ):
+        vendored = root / "neuro_san_studio" / "toolbox" / file
+        if vendored.is_file():
+            env[name] = str(vendored)
+        elif package is not None:
+            env[name] = str(package / "toolbox" / file)
     return env
 
 
@@ -77,15 +93,22 @@ class StudioServer:
 
 
 @contextlib.contextmanager
-def serve_project(root: Path, extra_env: dict[str, str] | None = None, timeout: float = 30.0) -> Iterator[StudioServer]:
-    """``neuro-san serve`` in ``root`` with studio's environment (no --manifest)."""
+def serve_project(
+    root: Path,
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    package: Path | None = None,
+    python_path: Sequence[Path] = (),
+) -> Iterator[StudioServer]:
+    """``neuro-san serve`` in ``root`` with studio's environment (no --manifest);
+    ``package`` as for :func:`studio_env`, ``python_path`` added to ``PYTHONPATH``."""
     http_port = free_port()
     args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", str(free_port())]
     args += ["--http-port", str(http_port)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
     # Our package stays importable although the server runs in the project's root.
-    env.update(studio_env(root))
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(ROOT)])
+    env.update(studio_env(root, package))
+    env["PYTHONPATH"] = os.pathsep.join([str(root), str(ROOT), *map(str, python_path)])
     env.update({"PYTHONUNBUFFERED": "1", **(extra_env or {})})
     process = subprocess.Popen(args, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     server = StudioServer(process, http_port)

@@ -51,10 +51,27 @@ def coded_tool_problem(roots: Sequence[Path], network: str, class_name: str) -> 
     except Exception as error:  # a parent package that fails to import: it would at chat time too
         return f"coded tool {class_name!r}: importing {module_name!r} failed: {error}"
     where = ", ".join(str(path) for path in candidates) or "(no AGENT_TOOL_PATH)"
+    package = module_name.partition(".")[0]
+    if package != module_name and not _installed(package):
+        # A class of a package (neuro-san-studio's toolbox names ``neuro_san_studio.…``):
+        # what is missing is most likely the package, not a tool file.
+        return (
+            f"coded tool {class_name!r} not found: looked in {where} and for an importable module "
+            f"{module_name!r}, but the package {package!r} is not installed in this server's environment "
+            "(install it there, or set AGENT_TOOL_PATH or --tool-path to the folder of your coded tools)"
+        )
     return (
         f"coded tool {class_name!r} not found: looked in {where} and for an importable module "
         f"{module_name!r} (set AGENT_TOOL_PATH or --tool-path to the folder of your coded tools)"
     )
+
+
+def _installed(package: str) -> bool:
+    """Whether a top-level package can be imported (found, not imported)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _defines(path: Path, name: str) -> bool:

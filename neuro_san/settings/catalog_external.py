@@ -35,6 +35,8 @@ declare(
             "how often the designer retries a network that does not validate"),
     _studio("AGENT_NETWORK_DESIGNER_SUBDIRECTORY", Kind.TEXT, "generated", "where the designer writes networks"),
     _studio("AGENT_NETWORK_DESIGNER_DEMO_MODE", Kind.SWITCH, True, "the designer writes nothing to disk"),
+    _studio("AGENT_NETWORK_DESIGNER_TOOLBOX_INFO_FILE", Kind.TEXT, None,
+            "the toolbox file whose tools the designer offers (read by studio's get_toolbox coded tool)"),
     Setting("MEM0_API_KEY", Kind.TEXT, None, "Mem0 Platform API key (studio's mem0 memory)", secret=True,
             origin=STUDIO),
     Setting("MEM0_HOST", Kind.TEXT, None, "Mem0 Platform host", shown_default="Mem0's", origin=STUDIO),

@@ -14,6 +14,7 @@ import pytest
 from neuro_san.core.load_errors import NetworkLoadError
 from neuro_san.core.messages import MessageType
 from neuro_san.network.builder import build_network
+from neuro_san.network.loader import load_network
 from neuro_san.toolbox.resolve import TOOLBOX_ENV
 from tests.fakes.fake_llm import FakeLlmServer, FakeToolCall, Reply, run_with_fake_llm
 from tests.support.runtime import make_host, run_chat
@@ -192,3 +193,69 @@ def test_the_toolbox_tool_is_a_coded_tool_in_connectivity() -> None:
     now = spec.agents["now"]
     assert now.kind == "coded_tool" and now.display_as == "clock"
     assert now.class_name == "neuro_san.toolbox.get_current_date_time.GetCurrentDateTime"
+
+
+#: A coded tool of an installed package, as neuro-san-studio 0.4.3 ships its own: its
+#: toolbox file names ``neuro_san_studio.coded_tools.<module>.<Class>``, and the module
+#: imports third-party packages (``ddgs``, ``bs4``…) at its top.
+PACKAGED_SEARCH = '''
+import absent_third_party_search_lib
+
+from neuro_san.interfaces.coded_tool import CodedTool
+
+class Search(CodedTool):
+    def invoke(self, args, sly_data):
+        return "found"
+'''
+
+
+def _packaged_toolbox(tmp_path: Path, package: str) -> tuple[Path, Path]:
+    """A network whose toolbox entry names ``<package>.coded_tools.search.Search``, and
+    a folder holding that package (to put on ``sys.path``, as an installed package is)."""
+    site = tmp_path / "site"
+    tools = site / package / "coded_tools"
+    tools.mkdir(parents=True)
+    (site / package / "__init__.py").write_text("")
+    (tools / "__init__.py").write_text("")
+    (tools / "search.py").write_text(PACKAGED_SEARCH)
+    toolbox = tmp_path / "toolbox_info.json"
+    entry = {"class": f"{package}.coded_tools.search.Search", "description": "Searches.",
+             "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}  # fmt: skip
+    toolbox.write_text(json.dumps({"search": entry}))
+    network = tmp_path / "finder.json"
+    front = {"name": "front", "instructions": "Search.", "tools": ["search"]}
+    tools = [front, {"name": "search", "toolbox": "search"}]
+    network.write_text(json.dumps({"toolbox_info_file": str(toolbox), "tools": tools}))
+    return network, site
+
+
+def test_a_toolbox_class_of_a_package_not_installed_is_refused_naming_the_package(tmp_path: Path) -> None:
+    package = "packaged_tools_not_installed"
+    network, _ = _packaged_toolbox(tmp_path, package)
+    with pytest.raises(NetworkLoadError) as caught:
+        load_network(network, "finder", tool_roots=[tmp_path / "coded_tools"])
+    assert caught.value.key_path == "tools[1].class"
+    assert f"the package {package!r} is not installed in this server's environment" in caught.value.reason
+
+
+def test_a_toolbox_class_of_an_installed_package_loads_and_a_failing_import_answers_at_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading finds the module without importing it; its missing import is the call's answer."""
+    package = "packaged_tools_installed"
+    network, site = _packaged_toolbox(tmp_path, package)
+    monkeypatch.syspath_prepend(str(site))
+    spec = load_network(network, "finder", tool_roots=[tmp_path / "coded_tools"])
+    assert spec.agents["search"].class_name == f"{package}.coded_tools.search.Search"
+
+    async def body(fake: FakeLlmServer) -> None:
+        document = {**json.loads(network.read_text()), "llm_config": fake.llm_config()}
+        host, factory = make_host({"finder": document}, [tmp_path / "coded_tools"])
+        fake.enqueue(Reply.calls(FakeToolCall("search", {"query": "q"})), Reply.answer("done"))
+        await run_chat(host, "finder", "find")
+        [result] = _tool_results(fake)
+        assert result.startswith(f"Error: coded tool module {package}.coded_tools.search cannot be loaded")
+        assert "it imports 'absent_third_party_search_lib', which is not installed" in result
+        await factory.aclose()
+
+    run_with_fake_llm(body)

@@ -12,7 +12,15 @@ The project is built in a temporary directory from that installation, as a studi
 gets one: ``ns init``, then the wheel's ``registries/``, ``coded_tools/``, ``middleware/``
 and ``skills/`` laid over it (every network studio ships). Nothing of studio's is copied
 into this repository. Both servers start in the project's root with ``ns run``'s
-environment (tests/studio_support.py). For the chats, both talk to one fake LLM over real
+environment (tests/studio_support.py), the toolbox files bundled in the ``neuro_san_studio``
+package included, whose entries are that package's own coded tools
+(``neuro_san_studio.coded_tools.…``). Our server imports them as a user's does who installs
+neuro-san-studio beside it without its dependencies (docs/studio.md): the package alone on
+its ``PYTHONPATH`` (pip would refuse the wheel here, ``Requires-Python >=3.12``, where our
+test environment may be 3.11; the package's code imports on 3.11). The third-party packages
+those tools import (``ddgs``, ``bs4``, ``langchain_core``…) are not installed for our server,
+so a call of such a tool answers an error naming the missing module; no chat here calls
+one. For the chats, both talk to one fake LLM over real
 HTTP (tests/fakes/fake_llm.py); each side's outcome per network is written to
 ``chats.txt`` in the test's temporary folder.
 """
@@ -20,6 +28,7 @@ HTTP (tests/fakes/fake_llm.py); each side's outcome per network is written to
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import os
@@ -85,7 +94,7 @@ def build_project(tmp_path: Path) -> Path:
 def upstream_server(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
-    env.update(studio_env(root))
+    env.update(studio_env(root, studio_package()))
     env.update(
         {
             "AGENT_HEALTH_PROBE_PORT": "0",
@@ -140,11 +149,25 @@ def _every_file_manifest(root: Path, names: list[str]) -> Path:
     return manifest
 
 
-def _toolbox(root: Path) -> dict[str, str]:
-    """``ns run``'s third tier: the toolbox shipped in the neuro_san_studio package."""
+@functools.cache
+def studio_package() -> Path:
+    """The installed ``neuro_san_studio`` package (``ns run``'s bundled files are in it)."""
     where = "import os, neuro_san_studio; print(os.path.dirname(neuro_san_studio.__file__))"
-    package = subprocess.run([STUDIO, "-c", where], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
-    return {"AGENT_TOOLBOX_INFO_FILE": str(Path(package) / "toolbox" / "toolbox_info.hocon")}
+    out = subprocess.run([STUDIO, "-c", where], check=True, capture_output=True, text=True, cwd="/")
+    return Path(out.stdout.strip())
+
+
+@contextlib.contextmanager
+def serve_ours(root: Path, extra_env: dict[str, str]) -> Iterator[StudioServer]:
+    """Our server as ``ns run`` would start it, ``neuro_san_studio`` importable by it: a
+    folder holding only that package (what ``pip install --no-deps`` adds) on its path."""
+    site = root.parent / "our_site_packages"
+    site.mkdir(exist_ok=True)
+    link = site / "neuro_san_studio"
+    if not link.exists():
+        link.symlink_to(studio_package(), target_is_directory=True)
+    with serve_project(root, extra_env, timeout=120, package=studio_package(), python_path=[site]) as server:
+        yield server
 
 
 def _differences(theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
@@ -185,10 +208,9 @@ def test_studio_manifest_networks_answer_as_neuro_san_0_7_12(tmp_path: Path) -> 
     """The project as ``ns init`` makes it: studio's manifest (61 networks)."""
     root = build_project(tmp_path)
     names = _candidates(root)
-    toolbox = _toolbox(root)
-    with upstream_server(root, toolbox) as upstream:
+    with upstream_server(root, {}) as upstream:
         theirs = {"list": _get(upstream, "/api/v1/list"), **_answers(upstream, names)}
-    with serve_project(root, extra_env={"OPENAI_API_KEY": "sk-studio-test", **toolbox}, timeout=120) as server:
+    with serve_ours(root, {"OPENAI_API_KEY": "sk-studio-test"}) as server:
         ours = {"list": server.get("/api/v1/list"), **_answers(server.http_base, names)}
         log = server.log()
     _assert_no_differences(tmp_path, names, theirs, ours, log)
@@ -234,9 +256,9 @@ def every_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     root = build_project(tmp_path_factory.mktemp("studio"))
     names = _candidates(root)
     with FakeInThread() as fake:
-        env = {"AGENT_MANIFEST_FILE": str(_every_file_manifest(root, names)), **_toolbox(root)}
+        env = {"AGENT_MANIFEST_FILE": str(_every_file_manifest(root, names))}
         env.update(_fake_llm_env(fake, root.parent))
-        with upstream_server(root, env) as upstream, serve_project(root, extra_env=env, timeout=120) as ours:
+        with upstream_server(root, env) as upstream, serve_ours(root, env) as ours:
             yield Pair(root, names, upstream, ours, fake)
 
 
