@@ -37,7 +37,7 @@ from gateway.host.bearer import challenge
 from gateway.host.errors import GatewayError, bad_request, encode_status, status_refusal
 from gateway.host.frontends import FrontEndContext, FrontEndRoute
 from gateway.host.json_body import MalformedJson, decode_json
-from gateway.host.responses import json_response
+from gateway.host.responses import HeadersWithFirstWrite, json_response
 from gateway.state import StateUnavailable, process_state, release_state
 from neuro_san.core.errors import Code
 
@@ -147,7 +147,8 @@ class AguiFrontEnd:
 
 
 async def _open(request: web.Request, encoder: EventEncoder) -> web.StreamResponse:
-    response = web.StreamResponse(status=200, headers={
+    # RUN_STARTED is written right after: the headers go out with it.
+    response = HeadersWithFirstWrite(status=200, headers={
         "Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
     await response.prepare(request)

@@ -1,4 +1,5 @@
-"""JSON bodies, as every room of the HTTP port writes them."""
+"""JSON bodies, as every room of the HTTP port writes them, and the streamed response whose
+headers go out with its first write."""
 
 from __future__ import annotations
 
@@ -23,3 +24,15 @@ def json_response(status: int, body: bytes, headers: list[tuple[str, str]] | Non
         for name, value in headers:
             response.headers.add(name, value)
     return response
+
+
+class HeadersWithFirstWrite(web.StreamResponse):
+    """A stream response whose headers go out with its first write, not on their own at
+    ``prepare()``: one send instead of two for a stream that writes as soon as it is
+    prepared (REST's first frame, AG-UI's RUN_STARTED, the OpenAI API's first chunk), and a
+    whole answer written with the end of the body is one send. aiohttp's own
+    ``web.Response`` buffers its headers the same way; before aiohttp 3.12 the attribute
+    does not exist and headers go out at ``prepare()`` as before. Only for a stream that
+    writes at once: a client waiting for the status would otherwise wait for the first event."""
+
+    _send_headers_immediately = False

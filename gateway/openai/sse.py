@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.agents.interface import ChatEvent, ChatStream
-from gateway.host.responses import dumps
+from gateway.host.responses import HeadersWithFirstWrite, dumps
 
 SSE_TYPE = "text/event-stream"
 _HEARTBEAT = b": keep-alive\n\n"
@@ -23,7 +23,8 @@ class EventWriter:
 
     def __init__(self, request: web.Request) -> None:
         self._request = request
-        self._response = web.StreamResponse(status=200, headers={
+        # Each route writes its first chunk right after open(): the headers go out with it.
+        self._response = HeadersWithFirstWrite(status=200, headers={
             "Content-Type": SSE_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
         })
 

@@ -31,7 +31,7 @@ from google.protobuf.message import Message
 from gateway.host.bearer import challenge
 from gateway.host.errors import encode_status, rpc_failure
 from gateway.host.metadata import Metadata, metadata_to_headers
-from gateway.host.responses import dumps, json_response
+from gateway.host.responses import HeadersWithFirstWrite, dumps, json_response
 from gateway.transcoder.marshal import MessageCodec
 
 log = logging.getLogger(__name__)
@@ -58,17 +58,6 @@ def rpc_error_response(error: grpc.aio.AioRpcError, extra: Sequence[tuple[str, s
     headers += challenge(failure)
     headers += failure.headers()  # a rate limit says when to retry
     return json_response(failure.http_status, encode_status(failure.status_dict()), headers)
-
-
-class _HeadersWithFirstFrame(web.StreamResponse):
-    """A stream response whose headers go out with its first write, not on their own at
-    ``prepare()``: :meth:`Forwarder.stream` prepares only once it holds the first frame and
-    writes it at once, so clients see nothing later, and a chat's answer (often its only
-    frame, written with the end of the body) is one send instead of two. aiohttp's own
-    ``web.Response`` buffers its headers the same way; before aiohttp 3.12 the attribute
-    does not exist and headers go out at ``prepare()`` as before."""
-
-    _send_headers_immediately = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +111,7 @@ class Forwarder:
             except grpc.aio.AioRpcError as error:
                 response = rpc_error_response(error, extra_headers)
                 return response
-            stream = _HeadersWithFirstFrame(status=200)
+            stream = HeadersWithFirstWrite(status=200)
             stream.headers["Content-Type"] = SSE_TYPE if sse else NDJSON_TYPE
             if sse:
                 stream.headers["Cache-Control"] = "no-cache"
