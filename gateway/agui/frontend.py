@@ -111,14 +111,15 @@ class AguiFrontEnd:
                     await self._keep(owner, agent, run.thread_id, event.chat_context)
                 if is_keepalive(event):
                     await response.write(_HEARTBEAT)
-                await _write(response, encoder, translator.translate(event))
                 if isinstance(event, (Answer, ChatFailed)):
+                    # The run's last events go out with the end of the body: one send.
+                    await response.write_eof(_encoded(encoder, translator.translate(event)))
                     break
+                await _write(response, encoder, translator.translate(event))
                 event = await self._next(stream, response)
             else:  # the chat ended without its answer: the run still ends as AG-UI says
                 ended = translator.failed(Code.INTERNAL.name, "the chat ended without an answer")
-                await _write(response, encoder, ended)
-            await response.write_eof()
+                await response.write_eof(_encoded(encoder, ended))
         except ConnectionResetError:
             log.info("AG-UI client went away during a run on %s", agent)
         return response
@@ -157,7 +158,11 @@ async def _open(request: web.Request, encoder: EventEncoder) -> web.StreamRespon
 
 async def _write(response: web.StreamResponse, encoder: EventEncoder, events: list[BaseEvent]) -> None:
     if events:
-        await response.write("".join(encoder.encode(event) for event in events).encode("utf-8"))
+        await response.write(_encoded(encoder, events))
+
+
+def _encoded(encoder: EventEncoder, events: list[BaseEvent]) -> bytes:
+    return "".join(encoder.encode(event) for event in events).encode("utf-8")
 
 
 async def _only_error(request: web.Request, run: RunRequest, code: str, message: str) -> web.StreamResponse:
@@ -166,8 +171,7 @@ async def _only_error(request: web.Request, run: RunRequest, code: str, message:
     response = await _open(request, encoder)
     translator = RunTranslator(run.thread_id, run.run_id, run.parent_run_id)
     try:
-        await _write(response, encoder, [*translator.started(), *translator.failed(code, message)])
-        await response.write_eof()
+        await response.write_eof(_encoded(encoder, [*translator.started(), *translator.failed(code, message)]))
     except ConnectionResetError:
         pass
     return response
