@@ -269,7 +269,7 @@ class McpFrontEnd:
         the request's own SSE stream; closing that stream (or the connection of a JSON
         answer) cancels the call, its chat and the chat's LLM requests."""
         try:
-            admitted = admit(body, request.headers.items())
+            admitted = admit(body, request.headers)
         except JsonRpcError as error:
             return _json(modern_status(error), error.envelope(), dict(error.headers))
         if admitted is None:
