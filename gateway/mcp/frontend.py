@@ -355,7 +355,9 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[s
 
 
 def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, body=dumps(payload), content_type=JSON_TYPE, headers=headers)
+    # Content-Type as a header, last, where aiohttp's content_type argument puts it (the
+    # same bytes), without that argument's parsing and rebuilding of the header (~1 µs).
+    return web.Response(status=status, body=dumps(payload), headers={**(headers or {}), "Content-Type": JSON_TYPE})
 
 
 def _event(payload: dict[str, Any]) -> bytes:

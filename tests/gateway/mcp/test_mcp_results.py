@@ -3,7 +3,8 @@ checked once per era on its way out; what goes on the wire is byte for byte what
 the SDK's ``CallToolResult`` and dumping it sent before, in both eras, for any text and any
 JSON ``structuredContent`` (non-finite numbers, nulls, nesting). The modern checks take the
 request's own case-insensitive headers; ``dumps`` (one encoder for every room) writes what
-``json.dumps`` with its arguments writes."""
+``json.dumps`` with its arguments writes; a JSON answer's headers are those aiohttp's
+``content_type`` argument gave."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import mcp_types
 import pytest
+from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -19,6 +21,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from gateway.host.responses import dumps
 from gateway.mcp.calls import call_result, checked
 from gateway.mcp.dispatch import Dispatcher
+from gateway.mcp.frontend import _json
 from gateway.mcp.modern import HEADER_MISMATCH, admit, finish
 from gateway.mcp.protocol import JsonRpcError, wire
 
@@ -93,3 +96,11 @@ def test_a_header_that_disagrees_with_the_body_is_still_a_mismatch() -> None:
 def test_dumps_writes_what_json_dumps_writes(value: Any) -> None:
     expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
     assert dumps(value) == expected
+
+
+@pytest.mark.parametrize("headers", [None, {}, {"Allow": "POST"}, {"Retry-After": "3", "WWW-Authenticate": "Bearer"}])
+def test_a_json_answer_has_the_headers_in_the_order_aiohttps_content_type_gave(headers: dict[str, str] | None) -> None:
+    before = web.Response(status=200, body=b"{}", content_type="application/json", headers=headers)
+    now = _json(200, {}, headers)
+    assert list(now.headers.items()) == list(before.headers.items())
+    assert now.content_type == before.content_type and now.charset == before.charset
