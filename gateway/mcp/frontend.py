@@ -139,12 +139,12 @@ class McpFrontEnd:
             body = decode_json(raw)
         except MalformedJson as error:
             return _json(400, _error(None, PARSE_ERROR, f"Parse error: {error}"))
-        # Cancellations are matched within one session and one caller.
-        session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The headers never carry the keys the gateway owns (agent-name…): the host's mapper drops them.
         metadata = self._context.metadata(request)
         if modern or (VERSION_HEADER not in request.headers and carries_modern_meta(body)):
             return await self._modern(request, body, accept, metadata)
+        # Cancellations are matched within one session and one caller (the handshake era's).
+        session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)
         try:

@@ -8,6 +8,7 @@ request's own case-insensitive headers; ``dumps`` (one encoder for every room) w
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -24,6 +25,7 @@ from gateway.mcp.dispatch import Dispatcher
 from gateway.mcp.frontend import _json
 from gateway.mcp.modern import HEADER_MISMATCH, admit, finish
 from gateway.mcp.protocol import JsonRpcError, wire
+from gateway.mcp.tools import caller_key
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -104,3 +106,11 @@ def test_a_json_answer_has_the_headers_in_the_order_aiohttps_content_type_gave(h
     now = _json(200, {}, headers)
     assert list(now.headers.items()) == list(before.headers.items())
     assert now.content_type == before.content_type and now.charset == before.charset
+
+
+def test_the_caller_key_is_the_digest_of_the_credentials_alone() -> None:
+    digest = hashlib.sha256()
+    digest.update(b"authorization\0Bearer t\0")
+    digest.update(b"x-api-key\0k\0")
+    assert caller_key([("authorization", "Bearer t"), ("user-agent", "x"), ("x-api-key", b"k")]) == digest.hexdigest()
+    assert caller_key([("user-agent", "x")]) == caller_key([]) == hashlib.sha256().hexdigest()
