@@ -42,9 +42,29 @@ _PROGRESS_TEXT_LIMIT = 200
 ANSWER_TAIL_LIMIT = 1000
 
 
+def call_result(text: str, *, is_error: bool, structured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``CallToolResult`` as plain data, its fields in the order the SDK's model dumps them,
+    and not yet checked: each era checks it once against its own schema on the way out
+    (:func:`checked` for the handshake era, :func:`gateway.mcp.modern.finish` at 2026-07-28).
+    Building the SDK's model and dumping it here as well cost ~11 µs of a call, for nothing
+    at 2026-07-28, whose check validates and dumps it again."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if structured is not None:
+        result["structuredContent"] = structured
+    result["isError"] = is_error
+    return result
+
+
+def checked(result: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`call_result` as the handshake era sends it: validated by the SDK's
+    ``CallToolResult`` and dumped by it (:func:`~gateway.mcp.protocol.wire`)."""
+    return wire(mcp_types.CallToolResult.model_validate(result))
+
+
 def tool_error(text: str) -> dict[str, Any]:
-    """A failed call as MCP reports it: a result with ``isError``, readable by the model."""
-    return wire(mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=True))
+    """A failed call as MCP reports it: a result with ``isError``, readable by the model
+    (unchecked: see :func:`call_result`)."""
+    return call_result(text, is_error=True)
 
 
 def chat_turn(arguments: Any, progress: bool) -> Turn:
@@ -87,7 +107,7 @@ class ToolCaller:
         self, tool: McpTool, arguments: Any, metadata: Sequence[tuple[str, Any]], progress: ProgressSink | None,
         *, kept: bool = False,
     ) -> dict[str, Any]:
-        """The CallToolResult (wire form). Cancelling the awaiting task cancels the chat.
+        """The CallToolResult, unchecked (:func:`call_result`). Cancelling the awaiting task cancels the chat.
         ``kept``: ``tool`` comes from a kept listing; raises :class:`ToolGone` when its
         network is not served, before anything of the chat happened."""
         try:
@@ -152,10 +172,7 @@ def _answer(answers: list[Answer]) -> dict[str, Any]:
         sly_data.update(answer.sly_data)
     if sly_data:
         structured["sly_data"] = sly_data
-    result = mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text)], structured_content=structured, is_error=False
-    )
-    return wire(result)
+    return call_result(text, structured=structured, is_error=False)
 
 
 def _step_text(step: Step) -> str:

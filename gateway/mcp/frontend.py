@@ -139,12 +139,12 @@ class McpFrontEnd:
             body = decode_json(raw)
         except MalformedJson as error:
             return _json(400, _error(None, PARSE_ERROR, f"Parse error: {error}"))
-        # Cancellations are matched within one session and one caller.
-        session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         # The headers never carry the keys the gateway owns (agent-name…): the host's mapper drops them.
         metadata = self._context.metadata(request)
         if modern or (VERSION_HEADER not in request.headers and carries_modern_meta(body)):
             return await self._modern(request, body, accept, metadata)
+        # Cancellations are matched within one session and one caller (the handshake era's).
+        session = request.headers.get(SESSION_HEADER, "") + "\0" + request.headers.get("Authorization", "")
         if isinstance(body, list):
             return await self._batch(body, version, session, metadata)
         try:
@@ -269,7 +269,7 @@ class McpFrontEnd:
         the request's own SSE stream; closing that stream (or the connection of a JSON
         answer) cancels the call, its chat and the chat's LLM requests."""
         try:
-            admitted = admit(body, request.headers.items())
+            admitted = admit(body, request.headers)
         except JsonRpcError as error:
             return _json(modern_status(error), error.envelope(), dict(error.headers))
         if admitted is None:
@@ -355,7 +355,9 @@ def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[s
 
 
 def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(status=status, body=dumps(payload), content_type=JSON_TYPE, headers=headers)
+    # Content-Type as a header, last, where aiohttp's content_type argument puts it (the
+    # same bytes), without that argument's parsing and rebuilding of the header (~1 µs).
+    return web.Response(status=status, body=dumps(payload), headers={**(headers or {}), "Content-Type": JSON_TYPE})
 
 
 def _event(payload: dict[str, Any]) -> bytes:

@@ -22,7 +22,7 @@ this front-end answers both eras with one dispatcher on the gateway's aiohttp ho
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from mcp.shared.inbound import (
 )
 from mcp_types import methods as schema
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from multidict import CIMultiDictProxy
 from pydantic import ValidationError
 
 from gateway.mcp.protocol import (
@@ -99,13 +100,13 @@ def http_status(error: JsonRpcError) -> int:
     return ERROR_CODE_HTTP_STATUS.get(error.code, 200)
 
 
-def admit(body: Any, raw_headers: Iterable[tuple[str, str]]) -> ModernRequest | None:
+def admit(body: Any, headers: CIMultiDictProxy[str]) -> ModernRequest | None:
     """The checked request, or None for a notification (answered 202 and dropped: this
     revision defines no client notification over HTTP; closing the stream cancels).
+    ``headers``: the request's, every line kept (a routing header sent twice is refused).
 
     Raises :class:`JsonRpcError` (with its HTTP status) for what the revision refuses.
     """
-    raw = list(raw_headers)
     if not isinstance(body, dict):
         raise JsonRpcError(INVALID_REQUEST, "Invalid Request: the body must be one JSON-RPC request or notification",
                            http_status=400)
@@ -115,11 +116,13 @@ def admit(body: Any, raw_headers: Iterable[tuple[str, str]]) -> ModernRequest | 
     if kind != "request":  # clients must not post responses
         raise JsonRpcError(INVALID_REQUEST, "Invalid Request: a client must not post a JSON-RPC response",
                            http_status=400, request_id=request_id)
-    duplicated = find_duplicated_routing_header(raw)
+    duplicated = find_duplicated_routing_header(headers.items())
     if duplicated is not None:
         raise JsonRpcError(HEADER_MISMATCH, f"Header mismatch: {duplicated} appears more than once",
                            http_status=400, request_id=request_id)
-    headers = {name.lower(): value for name, value in raw}
+    # The SDK reads only the routing headers, by lower-case name: the request's own
+    # case-insensitive headers answer that as a lower-cased copy would (each routing
+    # header is there at most once now), without building one per request.
     verdict = classify_inbound_request(body, headers=headers, supported_modern_versions=MODERN_VERSIONS)
     if isinstance(verdict, InboundLadderRejection):
         raise _rejection(verdict, request_id)
