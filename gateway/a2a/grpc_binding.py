@@ -68,19 +68,22 @@ class A2AGrpcBinding(grpc.GenericRpcHandler):
         self._context: FrontEndContext | None = None
         self._frontend: A2AFrontEnd | None = None
         self._servicer: GrpcServicer | None = None
+        # Each method's handler, made once: grpc asks for one on every call, and the server's
+        # interceptor (service/request_deadline.py) wraps a handler once and reuses the
+        # wrapping while it sees the same handler object. No serialisers: requests come as
+        # bytes, answers go as bytes (the SDK loads later).
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {
+            **{f"/{SERVICE}/{method}": grpc.unary_unary_rpc_method_handler(functools.partial(self._unary, method))
+               for method in UNARY_METHODS},
+            **{f"/{SERVICE}/{method}": grpc.unary_stream_rpc_method_handler(functools.partial(self._stream, method))
+               for method in STREAMING_METHODS},
+        }
 
     # The gRPC side -------------------------------------------------------------------
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        service, _, method = str(handler_call_details.method).lstrip("/").partition("/")  # type: ignore[attr-defined]
-        if service != SERVICE:
-            return None
-        # No serialisers: requests come as bytes, answers go as bytes (the SDK loads later).
-        if method in STREAMING_METHODS:
-            return grpc.unary_stream_rpc_method_handler(functools.partial(self._stream, method))
-        if method in UNARY_METHODS:
-            return grpc.unary_unary_rpc_method_handler(functools.partial(self._unary, method))
-        return None
+        method = handler_call_details.method  # type: ignore[attr-defined]
+        return self._handlers.get(method if isinstance(method, str) else str(method))
 
     async def _unary(self, method: str, raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
         servicer = await self._loaded(context)

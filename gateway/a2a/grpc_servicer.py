@@ -40,6 +40,10 @@ from gateway.host.frontends import CLIENT_ADDRESS_METADATA
 from neuro_san.core.internal_metadata import GATEWAY_OWNED_KEYS
 
 _METHODS = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].methods_by_name
+#: Each method's request class, looked up once.
+_REQUESTS: dict[str, type[message.Message]] = {
+    name: message_factory.GetMessageClass(method.input_type) for name, method in _METHODS.items()
+}
 _STREAMING = frozenset({"SendStreamingMessage"})
 #: The caller's credentials, passed on whatever the forwarded names.
 _CREDENTIALS = frozenset({"authorization", "x-api-key"})
@@ -50,14 +54,15 @@ NO_TENANT = ("name the agent network in the request's tenant (the A2A SDK client
 
 #: The A2A versions this binding serves, by major version (``lf.a2a.v1`` is A2A 1.x).
 _SERVED_MAJOR = constants.PROTOCOL_VERSION_1_0.split(".")[0]
+_VERSION_KEY = constants.VERSION_HEADER.lower()
 
 
 def version_refusal(metadata: Any) -> str | None:
     """Why the caller's ``A2A-Version`` is not served, or None. As on JSON-RPC and
     HTTP+JSON (the SDK's ``validate_version``): none means 0.3, which this service (A2A
     1.0's) does not speak; any 1.x is served."""
-    values = [str(value) for key, value in metadata or () if str(key).lower() == constants.VERSION_HEADER.lower()]
-    asked = values[0].strip() if values and values[0].strip() else constants.PROTOCOL_VERSION_0_3
+    first = next((str(value).strip() for key, value in metadata or () if str(key).lower() == _VERSION_KEY), "")
+    asked = first or constants.PROTOCOL_VERSION_0_3
     if asked.split(".")[0] == _SERVED_MAJOR and asked.split(".")[0].isdigit():
         return None
     return (f"A2A version {asked[:20]!r} is not supported on this binding: send "
@@ -126,11 +131,12 @@ class TenantGrpcServicer:
         forwarded = {name.lower() for name in frontend.context.config.forwarded_headers}
         self._passed = frozenset(forwarded | _CREDENTIALS) - GATEWAY_OWNED_KEYS  # never a caller's
 
-    def _metadata(self, context: grpc.aio.ServicerContext) -> list[tuple[str, Any]]:
-        """The caller's metadata as the HTTP bindings pass headers on; the client's address
-        is appended last, so a caller cannot override it."""
+    def _metadata(self, context: grpc.aio.ServicerContext, invocation: Any) -> list[tuple[str, Any]]:
+        """The caller's metadata (``invocation``: the call's, read once; grpc builds it anew on
+        each read) as the HTTP bindings pass headers on; the client's address is appended
+        last, so a caller cannot override it."""
         metadata: list[tuple[str, Any]] = [
-            (key.lower(), value) for key, value in context.invocation_metadata() or ()
+            (key.lower(), value) for key, value in invocation or ()
             if key.lower() in self._passed and isinstance(value, str)
         ]
         address = peer_host(context.peer() or "")
@@ -142,12 +148,13 @@ class TenantGrpcServicer:
         self, method: str, raw: bytes, context: grpc.aio.ServicerContext, refusals: list[RpcFailure]
     ) -> tuple[message.Message, GrpcHandler]:
         """The parsed request and the SDK's handler for this call, or an abort."""
-        kind = message_factory.GetMessageClass(_METHODS[method].input_type)
+        kind = _REQUESTS[method]
         try:
             request = kind.FromString(raw)
         except message.DecodeError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a {kind.DESCRIPTOR.full_name}: {error}")
-        refusal = version_refusal(context.invocation_metadata())
+        invocation = context.invocation_metadata()
+        refusal = version_refusal(invocation)
         if refusal:  # A2A 1.0 maps VersionNotSupportedError to UNIMPLEMENTED on gRPC
             await abort_a2a(context, grpc.StatusCode.UNIMPLEMENTED, VersionNotSupportedError, refusal)
         agent = str(getattr(request, "tenant", "")).strip("/")
@@ -155,7 +162,7 @@ class TenantGrpcServicer:
             await abort_a2a(context, grpc.StatusCode.INVALID_ARGUMENT, InvalidParamsError, NO_TENANT)
         if not await self._frontend.state.available():  # tasks live in Redis, which is away: say so, quickly
             await abort_unavailable(context)
-        metadata = self._metadata(context)
+        metadata = self._metadata(context, invocation)
         try:
             await self._frontend.check_network(agent, Caller(metadata))  # unknown network, missing key: say so now
         except AgentsFailed as error:  # the service's own status, details and retry-after, as they came

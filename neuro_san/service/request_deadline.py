@@ -51,12 +51,13 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None or not _is_async(handler):
-            return handler  # a sync handler runs in grpc's thread pool: left as it is
-        known = self._wrapped.get(id(handler))
+        if handler is None:
+            return handler
+        known = self._wrapped.get(id(handler))  # first: this runs on every call, _is_async is slower
         if known is not None and known[0] is handler:
             return known[1]
-        wrapped = self._wrap(handler, handler_call_details.method)
+        # A sync handler runs in grpc's thread pool: left as it is (and remembered as such).
+        wrapped = self._wrap(handler, handler_call_details.method) if _is_async(handler) else handler
         if len(self._wrapped) < _CACHE_LIMIT:
             self._wrapped[id(handler)] = (handler, wrapped)
         return wrapped
@@ -70,7 +71,7 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
             if inspect.isasyncgenfunction(behaviour):
 
                 async def streamed(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
-                    request = await receive(requests, context, method)
+                    request = await receive(context, method)
                     if request is not _NO_MESSAGE:
                         async for response in behaviour(request, context):
                             yield response
@@ -80,7 +81,7 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
                 )
 
             async def written(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> None:
-                request = await receive(requests, context, method)  # a handler writing with context.write()
+                request = await receive(context, method)  # a handler writing with context.write()
                 if request is not _NO_MESSAGE:
                     await behaviour(request, context)
 
@@ -90,21 +91,25 @@ class RequestMessageDeadline(grpc.aio.ServerInterceptor):
         unary = handler.unary_unary
 
         async def answered(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-            request = await receive(requests, context, method)
+            request = await receive(context, method)
             return None if request is _NO_MESSAGE else await unary(request, context)
 
         return grpc.stream_unary_rpc_method_handler(answered, handler.request_deserializer, handler.response_serializer)
 
-    async def _receive(self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, method: str) -> Any:
+    async def _receive(self, context: grpc.aio.ServicerContext, method: str) -> Any:
         """The one request message, or _NO_MESSAGE once the call has been ended without it.
-        A plain timer rather than ``asyncio.timeout``: this runs on every call."""
+        This runs on every call, so: a plain timer rather than ``asyncio.timeout``, and the
+        context's own ``read`` rather than the request iterator (grpc's async generator over
+        that same ``read``, one more layer for one message)."""
         timer = asyncio.get_running_loop().call_later(self.seconds, self._no_message, context, method)
         try:
-            request = await anext(requests, _NO_MESSAGE)
+            request = await context.read()
         finally:
             timer.cancel()
-        if request is _NO_MESSAGE and not context.done():
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request message")
+        if request is grpc.aio.EOF:
+            if not context.done():
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the call ended without its request message")
+            return _NO_MESSAGE
         return request
 
     def _no_message(self, context: grpc.aio.ServicerContext, method: str) -> None:

@@ -32,6 +32,9 @@ REQUEST_SECONDS = 1.0
 CHAT = "/dev.cognizant_ai.neuro_san.api.grpc.agent.AgentService/StreamingChat"
 REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 LIST = "/dev.cognizant_ai.neuro_san.api.grpc.concierge.ConciergeService/List"
+#: A2A's gRPC binding (gateway/a2a/grpc_binding.py), served on the gRPC port with HTTP on.
+A2A_SEND = "/lf.a2a.v1.A2AService/SendMessage"
+A2A_STREAM = "/lf.a2a.v1.A2AService/SendStreamingMessage"
 
 
 def _headers_only(server: ServerProcess, within: float, path: str = CHAT) -> tuple[dict[str, str], float]:
@@ -93,6 +96,18 @@ def test_a_call_whose_request_never_arrives_is_ended() -> None:
             agents = listing(concierge_pb2.ConciergeRequest(), timeout=10).agents
             assert any(agent.agent_name == "echo" for agent in agents)
         # (Reflection served as ever: tests/service/test_grpc_service.py lists and describes with grpcurl.)
+
+
+def test_every_route_of_the_grpc_port_has_the_deadline() -> None:
+    """Unary-request methods of every kind: a unary answer (ConciergeService/List, A2A's
+    SendMessage) and a stream (A2A's SendStreamingMessage), A2A's by the binding the
+    composition root adds, twice each (the second call reuses the wrapped handler)."""
+    env = {"AGENT_GRPC_REQUEST_TIMEOUT_SECONDS": str(REQUEST_SECONDS)}
+    with start_server(env=env, http=True) as server:
+        for path in (LIST, A2A_SEND, A2A_STREAM, A2A_SEND):
+            ended, after = _headers_only(server, REQUEST_SECONDS + 5, path)
+            assert ended.get("grpc-status") == str(grpc.StatusCode.DEADLINE_EXCEEDED.value[0]), (path, ended)
+            assert REQUEST_SECONDS - 0.2 < after < REQUEST_SECONDS + 3, path
 
 
 def test_the_deadline_settings_are_read_and_checked_at_start() -> None:
