@@ -49,6 +49,13 @@ AGENT_NAME_KEY = "agent-name"
 #: may say it (a privileged key).
 CLIENT_HISTORY_KEY = "neuro-san-client-history"
 
+#: "Leave out of this MAXIMAL stream what the server's own front-ends drop": the SYSTEM and
+#: HUMAN messages (each agent's instructions and input, echoed) and the request echoed on
+#: every response (``ChatRequest.echo_inputs``). A front-end's MAXIMAL chat then sends four
+#: messages instead of six for a one-agent answer. Privileged, so that no other client's
+#: MAXIMAL stream ever differs from neuro-san's; a call that may not send it gets the whole one.
+LEAN_STREAM_KEY = "neuro-san-lean-stream"
+
 #: Carries this process's token on the gateway's own calls over a gRPC hop.
 INTERNAL_TOKEN_KEY = "neuro-san-internal-token"
 #: A secret shared by a server and its standalone gateways (see the module's docstring).
@@ -62,7 +69,7 @@ _SHARED = False
 #: Every key only the server's own front-ends may set.
 INTERNAL_METADATA_KEYS = frozenset(
     {PUBLIC_DIRECTORY_METADATA_KEY, PRIVATE_NAMED_ONLY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY,
-     CLIENT_HISTORY_KEY}
+     CLIENT_HISTORY_KEY, LEAN_STREAM_KEY}
 )
 #: What an HTTP client may not set by a header: the internal keys and the agent's name.
 GATEWAY_OWNED_KEYS = INTERNAL_METADATA_KEYS | {AGENT_NAME_KEY}
@@ -71,14 +78,24 @@ GATEWAY_OWNED_KEYS = INTERNAL_METADATA_KEYS | {AGENT_NAME_KEY}
 #: may send. The others only narrow what the caller itself sees (private networks hidden), so a
 #: raw gRPC client, or a standalone gateway in another process, may send them.
 PRIVILEGED_METADATA_KEYS = frozenset(
-    {PUBLIC_DIRECTORY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY, CLIENT_HISTORY_KEY}
+    {PUBLIC_DIRECTORY_METADATA_KEY, CLIENT_ADDRESS_KEY, INTERNAL_TOKEN_KEY, CLIENT_HISTORY_KEY, LEAN_STREAM_KEY}
 )
 
 
 def client_history(metadata: Iterable[tuple[str, Any]]) -> bool:
     """Whether the (already :func:`inbound_metadata`-filtered) metadata says the chat_context
     is a client-owned history."""
-    return any(str(key).lower() == CLIENT_HISTORY_KEY and value == "true" for key, value in metadata)
+    return _says(metadata, CLIENT_HISTORY_KEY)
+
+
+def lean_stream(metadata: Iterable[tuple[str, Any]]) -> bool:
+    """Whether the (already :func:`inbound_metadata`-filtered) metadata asks for a MAXIMAL
+    stream without the input echoes (:data:`LEAN_STREAM_KEY`)."""
+    return _says(metadata, LEAN_STREAM_KEY)
+
+
+def _says(metadata: Iterable[tuple[str, Any]], key: str) -> bool:
+    return any(str(name).lower() == key and value == "true" for name, value in metadata)
 
 
 def inbound_metadata(metadata: Iterable[tuple[str, Any]] | None, peer: str | None) -> tuple[tuple[str, Any], ...]:

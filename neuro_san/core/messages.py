@@ -131,9 +131,8 @@ class ChatRequest:
     """One turn of a conversation, as the runtime sees it.
 
     ``metadata`` holds the request metadata forwarded from the transport (the keys named
-    in ``AGENT_FORWARDED_REQUEST_METADATA``), for logs and external agents.
-    ``echo`` is the request to echo back on each response when the filter is not
-    MINIMAL; the runtime never looks inside it.
+    in ``AGENT_FORWARDED_REQUEST_METADATA``), for logs and external agents. The request
+    a MAXIMAL response echoes stays with the service, which alone echoes it.
     """
 
     user_text: str
@@ -151,6 +150,11 @@ class ChatRequest:
     #: unsigned, under :data:`CLIENT_HISTORY_TOOL`: set by the service only for the server's
     #: own front-ends (``core/internal_metadata.CLIENT_HISTORY_KEY``), never from a client.
     client_history: bool = False
+    #: A MAXIMAL stream echoes the inputs: each agent's instructions (SYSTEM) and user text
+    #: (HUMAN), and the service echoes the request on every response. False leaves them
+    #: out; set by the service only for the server's own front-ends, which drop them
+    #: (``core/internal_metadata.LEAN_STREAM_KEY``).
+    echo_inputs: bool = True
 
 
 @dataclass(frozen=True, slots=True)

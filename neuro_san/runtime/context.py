@@ -30,6 +30,9 @@ class ClassResolver(Protocol):
 #: (MAXIMAL).
 TokenScope = Literal["none", "front", "all"]
 
+#: Each agent's instructions and input as MAXIMAL journals them; nothing the client did not say.
+_INPUT_ECHOES = frozenset({MessageType.SYSTEM, MessageType.HUMAN})
+
 
 class JournalQueue(asyncio.Queue[Any]):
     """The journal's queue; it knows the last message put that nobody has taken yet, so a
@@ -59,17 +62,24 @@ class Journal:
     A request that asked for ``stream_tokens`` gets a queue for its TOKEN_DELTA
     messages (``tokens``), whatever its filter."""
 
-    __slots__ = ("queue", "streaming", "tokens")
+    __slots__ = ("left_out", "queue", "streaming", "tokens")
 
-    def __init__(self, streaming: bool, tokens: TokenScope = "none") -> None:
+    def __init__(self, streaming: bool, tokens: TokenScope = "none", echo_inputs: bool = True) -> None:
         #: Every message is journaled (MAXIMAL).
         self.streaming = streaming
         self.tokens: TokenScope = tokens
+        #: The types never journaled: the input echoes, when the request asked for none
+        #: (``ChatRequest.echo_inputs``), a called network's included.
+        self.left_out = frozenset() if echo_inputs else _INPUT_ECHOES
         wanted = streaming or tokens != "none"
         self.queue: JournalQueue | None = JournalQueue() if wanted else None
 
+    def wants(self, type_: MessageType) -> bool:
+        """Whether a message of ``type_`` would be journaled (so is worth building)."""
+        return self.streaming and type_ not in self.left_out
+
     def emit(self, message: ChatMessage) -> None:
-        if self.streaming and self.queue is not None:
+        if self.streaming and self.queue is not None and message.type not in self.left_out:
             self.queue.put_nowait(message)
 
     def delta_sink(self, origin: OriginPath) -> DeltaSink | None:
@@ -157,7 +167,7 @@ class RequestContext:
         structure: dict[str, Any] | None = None,
         tool_result_origin: OriginPath = (),
     ) -> None:
-        if self.journal.streaming:
+        if self.journal.wants(type_):
             self.journal.emit(
                 ChatMessage(
                     type=type_,

@@ -186,7 +186,7 @@ class NetworkRunner:
         ctx = RequestContext(
             network=network,
             sly_data=sly_data,
-            journal=Journal(streaming, tokens),
+            journal=Journal(streaming, tokens, request.echo_inputs),
             models=self._models,
             coded_tools=self._coded_tools,
             tools=self._tools,

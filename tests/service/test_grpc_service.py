@@ -13,6 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from neuro_san.api.grpc import agent_pb2, chat_pb2
 
+from neuro_san.core.internal_metadata import INTERNAL_TOKEN_KEY, LEAN_STREAM_KEY, SHARED_TOKEN_SETTING
 from tests.support import grpc_calls as calls
 from tests.support.servers import BUNDLED_MANIFEST, ServerProcess, start_server
 
@@ -238,3 +239,31 @@ def test_broken_network_is_refused_and_the_rest_serve(tmp_path: Path) -> None:
         log = running.log()
     assert "broken.hocon" in log
     assert "lost.json" in log and "ghost" in log
+
+
+TOKEN = "t" * 40
+
+
+def _kinds(responses: list[agent_pb2.ChatResponse]) -> list[tuple[str, list[str]]]:
+    return [(chat_pb2.ChatMessage.ChatMessageType.Name(r.response.type), calls.origin_names(r.response))
+            for r in responses]
+
+
+@pytest.mark.parametrize("agent", ["math_guy", "math_guy_passthrough"])
+def test_a_lean_stream_leaves_out_only_the_input_echoes_and_only_for_our_gateway(agent: str) -> None:
+    """LEAN_STREAM_KEY (the front-ends' facade's): no SYSTEM or HUMAN message, a called
+    network's included, and no request echoed; every other message as in the whole MAXIMAL
+    stream. A client that may not send the key gets the whole stream."""
+    request = calls.chat_request("6 * 7", maximal=True)
+    lean = [(LEAN_STREAM_KEY, "true")]
+    with start_server(env={SHARED_TOKEN_SETTING: TOKEN}) as server, grpc.insecure_channel(server.grpc_target) as chan:
+        whole = calls.streaming_chat(chan, agent, request)
+        untrusted = calls.streaming_chat(chan, agent, request, metadata=lean)
+        trusted = calls.streaming_chat(chan, agent, request, metadata=[*lean, (INTERNAL_TOKEN_KEY, TOKEN)])
+    assert {"SYSTEM", "HUMAN"} <= {kind for kind, _ in _kinds(whole)}
+    assert _kinds(untrusted) == _kinds(whole)
+    assert all(r.request == request for r in untrusted)
+    assert _kinds(trusted) == [step for step in _kinds(whole) if step[0] not in ("SYSTEM", "HUMAN")]
+    assert not any(r.HasField("request") for r in trusted)
+    assert trusted[-1].response.text == whole[-1].response.text
+    assert "The answer is 42." in whole[-1].response.text
