@@ -83,6 +83,9 @@ class Turn:
     #: restores it as it restores a chat_context (HUMAN/AI only, bounded) but without a
     #: signature: on the facade's word, which only the server's own front-ends can give.
     history: tuple[HistoryMessage, ...] = ()
+    #: With MAXIMAL, each agent's token report is a :class:`Step` (MCP's progress counts
+    #: them). False: only the request's total, on the :class:`Answer` (``usage``).
+    agent_usage: bool = True
 
     @classmethod
     def of_text(

@@ -40,7 +40,12 @@ from gateway.agents.interface import (
 from gateway.host.errors import GatewayError, rpc_failure
 from gateway.transcoder.marshal import MessageCodec, struct_json
 from neuro_san.core.access import PRIVATE_NAMED_ONLY_METADATA_KEY, PUBLIC_DIRECTORY_METADATA_KEY
-from neuro_san.core.internal_metadata import CLIENT_HISTORY_KEY, LEAN_STREAM_KEY
+from neuro_san.core.internal_metadata import (
+    CLIENT_HISTORY_KEY,
+    LEAN_STREAM_KEY,
+    LEAVE_OUT_AGENT_USAGE,
+    LEAVE_OUT_INPUTS,
+)
 from neuro_san.core.messages import CLIENT_HISTORY_TOOL
 
 if TYPE_CHECKING:
@@ -238,9 +243,11 @@ class InvokedAgents(Agents):
 
     def chat(self, agent: str, turn: Turn, caller: Caller) -> ChatStream:
         request = chat_request(turn)
-        # No SYSTEM/HUMAN messages nor request echoes: event_of drops them (a server that
-        # does not trust this gateway ignores the key and sends them all the same).
-        metadata = [*caller_metadata(caller), ("agent-name", agent), (LEAN_STREAM_KEY, "true")]
+        # No SYSTEM/HUMAN messages nor request echoes (event_of drops them), and no token
+        # reports the turn does not want; a server that does not trust this gateway ignores
+        # the key and sends them all the same.
+        lean = LEAVE_OUT_INPUTS if turn.agent_usage else f"{LEAVE_OUT_INPUTS},{LEAVE_OUT_AGENT_USAGE}"
+        metadata = [*caller_metadata(caller), ("agent-name", agent), (LEAN_STREAM_KEY, lean)]
         if turn.history:
             metadata.append((CLIENT_HISTORY_KEY, "true"))
         return _InvokedChat(lambda: self._streaming_chat(request, metadata=metadata, timeout=self._deadline))

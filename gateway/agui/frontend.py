@@ -82,7 +82,8 @@ class AguiFrontEnd:
         except StateUnavailable:
             return _refused(agent, GatewayError(Code.UNAVAILABLE, _STATE_AWAY, headers={"Retry-After": "1"}))
         turn = Turn({"type": "HUMAN", "text": run.text}, chat_context=stored, sly_data=run.sly_data,
-                    chat_filter="MAXIMAL", stream_tokens=True, history=() if stored is not None else run.history)
+                    chat_filter="MAXIMAL", stream_tokens=True, history=() if stored is not None else run.history,
+                    agent_usage=False)
         try:
             stream = self._agents.chat(agent, turn, Caller(self._context.metadata(request)))
         except InvalidTurn as error:

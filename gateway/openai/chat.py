@@ -32,7 +32,7 @@ def _turn(body: dict[str, Any]) -> tuple[str, Turn, bool, bool]:
     stream = bool(body.get("stream"))
     include_usage = stream_usage(body)
     turn = Turn({"type": "HUMAN", "text": conversation.user_text}, sly_data=sly_data_of(body),
-                chat_filter="MAXIMAL", stream_tokens=stream, history=conversation.history)
+                chat_filter="MAXIMAL", stream_tokens=stream, history=conversation.history, agent_usage=False)
     return model, turn, stream, include_usage
 
 

@@ -84,7 +84,7 @@ class ResponsesApi:
         stream = bool(body.get("stream"))
         turn = Turn({"type": "HUMAN", "text": conversation.user_text}, chat_context=context,
                     sly_data=sly_data_of(body), chat_filter="MAXIMAL", stream_tokens=stream,
-                    history=conversation.history)
+                    history=conversation.history, agent_usage=False)
         store = body.get("store", True) is not False
         started = _Started(shapes.new_id("resp_"), shapes.now(), model, previous, store, body.get("metadata"),
                            shapes.new_id("msg_"))

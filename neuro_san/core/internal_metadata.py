@@ -49,12 +49,16 @@ AGENT_NAME_KEY = "agent-name"
 #: may say it (a privileged key).
 CLIENT_HISTORY_KEY = "neuro-san-client-history"
 
-#: "Leave out of this MAXIMAL stream what the server's own front-ends drop": the SYSTEM and
-#: HUMAN messages (each agent's instructions and input, echoed) and the request echoed on
-#: every response (``ChatRequest.echo_inputs``). A front-end's MAXIMAL chat then sends four
-#: messages instead of six for a one-agent answer. Privileged, so that no other client's
-#: MAXIMAL stream ever differs from neuro-san's; a call that may not send it gets the whole one.
+#: "Leave out of this MAXIMAL stream what the server's own front-ends drop", as a
+#: comma-separated list: ``inputs``, the SYSTEM and HUMAN messages (each agent's
+#: instructions and input, echoed) and the request echoed on every response
+#: (``ChatRequest.echo_inputs``); ``agent-usage``, every token report but the request's
+#: total (``ChatRequest.agent_usage``). A one-agent answer is then three messages instead of
+#: six. Privileged, so that no other client's MAXIMAL stream ever differs from neuro-san's;
+#: a call that may not send it gets the whole stream.
 LEAN_STREAM_KEY = "neuro-san-lean-stream"
+LEAVE_OUT_INPUTS = "inputs"
+LEAVE_OUT_AGENT_USAGE = "agent-usage"
 
 #: Carries this process's token on the gateway's own calls over a gRPC hop.
 INTERNAL_TOKEN_KEY = "neuro-san-internal-token"
@@ -88,10 +92,13 @@ def client_history(metadata: Iterable[tuple[str, Any]]) -> bool:
     return _says(metadata, CLIENT_HISTORY_KEY)
 
 
-def lean_stream(metadata: Iterable[tuple[str, Any]]) -> bool:
-    """Whether the (already :func:`inbound_metadata`-filtered) metadata asks for a MAXIMAL
-    stream without the input echoes (:data:`LEAN_STREAM_KEY`)."""
-    return _says(metadata, LEAN_STREAM_KEY)
+def left_out(metadata: Iterable[tuple[str, Any]]) -> frozenset[str]:
+    """What the (already :func:`inbound_metadata`-filtered) metadata asks a MAXIMAL stream to
+    leave out (:data:`LEAN_STREAM_KEY`); words it does not know mean nothing."""
+    for name, value in metadata:
+        if str(name).lower() == LEAN_STREAM_KEY and isinstance(value, str):
+            return frozenset(word.strip() for word in value.split(","))
+    return frozenset()
 
 
 def _says(metadata: Iterable[tuple[str, Any]], key: str) -> bool:

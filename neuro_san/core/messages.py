@@ -155,6 +155,10 @@ class ChatRequest:
     #: out; set by the service only for the server's own front-ends, which drop them
     #: (``core/internal_metadata.LEAN_STREAM_KEY``).
     echo_inputs: bool = True
+    #: A MAXIMAL stream reports each agent's token usage and the main network's, then the
+    #: request's total. False leaves only the total (the front-ends read nothing else); set
+    #: like ``echo_inputs``.
+    agent_usage: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ async def run_llm_agent(
     with ctx.telemetry.span(f"agent {agent.name}", {"neuro_san.origin": origin_str(origin)}):
         with agent_usage(len(origin)) as usage_scope:
             answer = await _run_llm_agent(ctx, agent, origin, user_text, history, announce_instructions)
-        report = usage_scope.report()
+        report = usage_scope.report() if ctx.journal.agent_usage else None
         if report is not None:
             ctx.emit(MessageType.AGENT, origin, structure=report)
         return answer

@@ -62,15 +62,19 @@ class Journal:
     A request that asked for ``stream_tokens`` gets a queue for its TOKEN_DELTA
     messages (``tokens``), whatever its filter."""
 
-    __slots__ = ("left_out", "queue", "streaming", "tokens")
+    __slots__ = ("agent_usage", "left_out", "queue", "streaming", "tokens")
 
-    def __init__(self, streaming: bool, tokens: TokenScope = "none", echo_inputs: bool = True) -> None:
+    def __init__(
+        self, streaming: bool, tokens: TokenScope = "none", echo_inputs: bool = True, agent_usage: bool = True
+    ) -> None:
         #: Every message is journaled (MAXIMAL).
         self.streaming = streaming
         self.tokens: TokenScope = tokens
         #: The types never journaled: the input echoes, when the request asked for none
         #: (``ChatRequest.echo_inputs``), a called network's included.
         self.left_out = frozenset() if echo_inputs else _INPUT_ECHOES
+        #: Token reports other than the request's total are journaled (``ChatRequest.agent_usage``).
+        self.agent_usage = streaming and agent_usage
         wanted = streaming or tokens != "none"
         self.queue: JournalQueue | None = JournalQueue() if wanted else None
 

@@ -100,6 +100,10 @@ class ExternalAgents:
             # server (whatever its default); a remote one's are dropped below. (Nothing is
             # sent to a remote server, which may be a neuro-san that knows no such field.)
             stream_tokens=False if ref.startswith("/") else None,
+            # What this request's journal leaves out, a called network of this server does
+            # not make (the journal drops a remote one's SYSTEM and HUMAN messages).
+            echo_inputs=not ctx.journal.left_out,
+            agent_usage=ctx.journal.agent_usage,
         )
         answer: ChatMessage | None = None
         async for message in self._chat(ref, request):

@@ -186,7 +186,7 @@ class NetworkRunner:
         ctx = RequestContext(
             network=network,
             sly_data=sly_data,
-            journal=Journal(streaming, tokens, request.echo_inputs),
+            journal=Journal(streaming, tokens, request.echo_inputs, request.agent_usage),
             models=self._models,
             coded_tools=self._coded_tools,
             tools=self._tools,
@@ -279,8 +279,9 @@ class NetworkRunner:
             answer = await run_llm_agent(
                 ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior
             )
-        if not usage.nested:
-            for report in usage.reports():
+        if not usage.nested and ctx.journal.streaming:
+            reports = usage.reports()  # the main network's, then the request's total
+            for report in reports if ctx.journal.agent_usage else reports[-1:]:
                 ctx.emit(MessageType.AGENT, origin, structure=report)
         text, structure = answer, None
         if "json" in front.structure_formats:

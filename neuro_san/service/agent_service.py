@@ -34,7 +34,14 @@ from neuro_san.core.access import (
 )
 from neuro_san.core.agent_api import AgentApi
 from neuro_san.core.errors import AgentNotFound, InvalidRequest, NeuroSanError
-from neuro_san.core.internal_metadata import AGENT_NAME_KEY, client_history, inbound_metadata, lean_stream
+from neuro_san.core.internal_metadata import (
+    AGENT_NAME_KEY,
+    LEAVE_OUT_AGENT_USAGE,
+    LEAVE_OUT_INPUTS,
+    client_history,
+    inbound_metadata,
+    left_out,
+)
 from neuro_san.core.messages import MessageType
 from neuro_san.core.rate_limits import RateLimiter
 from neuro_san.core.request_ids import request_id_from
@@ -295,7 +302,9 @@ class AgentRouter(grpc.GenericRpcHandler):
                         chat_request.on_usage = on_usage
                         # Believed only from our own front-ends: inbound_metadata dropped it otherwise.
                         chat_request.client_history = client_history(call.metadata)
-                        chat_request.echo_inputs = not lean_stream(call.metadata)
+                        leave_out = left_out(call.metadata)
+                        chat_request.echo_inputs = LEAVE_OUT_INPUTS not in leave_out
+                        chat_request.agent_usage = LEAVE_OUT_AGENT_USAGE not in leave_out
                         maximal = chat_request.chat_filter.is_maximal
                         echo = request if maximal and chat_request.echo_inputs else None
                         stream = self._agents.chat(name, chat_request)

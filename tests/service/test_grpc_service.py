@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -249,21 +250,38 @@ def _kinds(responses: list[agent_pb2.ChatResponse]) -> list[tuple[str, list[str]
             for r in responses]
 
 
+def _usage(response: agent_pb2.ChatResponse) -> dict[str, Any] | None:
+    """A token report's structure, else None."""
+    structure = calls.as_dict(response.response).get("structure")
+    return structure if isinstance(structure, dict) and "total_tokens" in structure else None
+
+
 @pytest.mark.parametrize("agent", ["math_guy", "math_guy_passthrough"])
-def test_a_lean_stream_leaves_out_only_the_input_echoes_and_only_for_our_gateway(agent: str) -> None:
-    """LEAN_STREAM_KEY (the front-ends' facade's): no SYSTEM or HUMAN message, a called
-    network's included, and no request echoed; every other message as in the whole MAXIMAL
+def test_a_lean_stream_leaves_out_only_what_it_names_and_only_for_our_gateway(agent: str) -> None:
+    """LEAN_STREAM_KEY (the front-ends' facade's): ``inputs`` leaves out the SYSTEM and HUMAN
+    messages, a called network's included, and the request's echo; ``agent-usage`` every
+    token report but the request's total. Every other message is as in the whole MAXIMAL
     stream. A client that may not send the key gets the whole stream."""
     request = calls.chat_request("6 * 7", maximal=True)
-    lean = [(LEAN_STREAM_KEY, "true")]
+    token = (INTERNAL_TOKEN_KEY, TOKEN)
     with start_server(env={SHARED_TOKEN_SETTING: TOKEN}) as server, grpc.insecure_channel(server.grpc_target) as chan:
         whole = calls.streaming_chat(chan, agent, request)
-        untrusted = calls.streaming_chat(chan, agent, request, metadata=lean)
-        trusted = calls.streaming_chat(chan, agent, request, metadata=[*lean, (INTERNAL_TOKEN_KEY, TOKEN)])
+        untrusted = calls.streaming_chat(chan, agent, request, metadata=[(LEAN_STREAM_KEY, "inputs,agent-usage")])
+        inputs = calls.streaming_chat(chan, agent, request, metadata=[(LEAN_STREAM_KEY, "inputs"), token])
+        lean = calls.streaming_chat(chan, agent, request, metadata=[(LEAN_STREAM_KEY, "inputs,agent-usage"), token])
     assert {"SYSTEM", "HUMAN"} <= {kind for kind, _ in _kinds(whole)}
     assert _kinds(untrusted) == _kinds(whole)
     assert all(r.request == request for r in untrusted)
-    assert _kinds(trusted) == [step for step in _kinds(whole) if step[0] not in ("SYSTEM", "HUMAN")]
-    assert not any(r.HasField("request") for r in trusted)
-    assert trusted[-1].response.text == whole[-1].response.text
+    no_inputs = [r for r in whole if _kinds([r])[0][0] not in ("SYSTEM", "HUMAN")]
+    assert _kinds(inputs) == _kinds(no_inputs)
+    assert not any(r.HasField("request") for r in inputs + lean)
+    reports = [r for r in no_inputs if _usage(r) is not None]
+    assert len(reports) >= 2  # the main network's and the request's total, a called network's too
+    assert _kinds(lean) == _kinds([r for r in no_inputs if r not in reports[:-1]])
+    total, kept = _usage(reports[-1]), [u for r in lean if (u := _usage(r)) is not None]
+    assert total is not None and "models" in total
+    assert [(u["total_tokens"], sorted(u["models"])) for u in kept] == [
+        (total["total_tokens"], sorted(total["models"]))]
+    for stream in (inputs, lean):
+        assert stream[-1].response.text == whole[-1].response.text
     assert "The answer is 42." in whole[-1].response.text
