@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,6 +29,9 @@ Chat = Callable[[], Awaitable[str]]
 Shape = tuple[str, Callable[[], bytes], dict[str, str], bytes]
 _MCP_VERSION = "2026-07-28"
 _ids = itertools.count(1)
+#: This load process's own: an AG-UI thread id a later load (the next run or round) reused
+#: would continue that thread, its history growing with every run.
+_LOAD_ID = uuid.uuid4().hex[:12]
 
 
 def _mcp(spec: dict[str, Any]) -> Shape:
@@ -83,8 +87,8 @@ def _openai(spec: dict[str, Any]) -> Shape:
 def _agui(spec: dict[str, Any]) -> Shape:
     def body() -> bytes:
         number = next(_ids)
-        return json.dumps({"threadId": f"t{number}", "runId": f"r{number}", "state": {}, "tools": [], "context": [],
-                           "forwardedProps": {}, "messages": [{"id": f"m{number}", "role": "user",
+        return json.dumps({"threadId": f"t{_LOAD_ID}-{number}", "runId": f"r{number}", "state": {}, "tools": [],
+                           "context": [], "forwardedProps": {}, "messages": [{"id": f"m{number}", "role": "user",
                                                                "content": spec["text"]}]}).encode()
 
     return f"{spec['target']}/ag-ui/{spec['agent']}", body, {"Accept": "text/event-stream"}, b"RUN_FINISHED"

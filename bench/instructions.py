@@ -32,6 +32,9 @@ from bench.frontends import WORDS
 from bench.run import Settings, closed_spec
 
 ROOT = Path(__file__).resolve().parents[1]
+#: ``--transport http+tokens``: REST with ``stream_tokens`` (AG-UI's baseline, as in S10);
+#: ``+maximal``: with the MAXIMAL filter.
+_VARIANTS: dict[str, dict[str, bool]] = {"": {}, "tokens": {"stream_tokens": True}, "maximal": {"maximal": True}}
 
 
 def _control(pid: int, *args: str) -> None:
@@ -47,7 +50,9 @@ def _instructions(dump: str) -> int:
 
 def _phase(server: procs.Proc, base: str, transport: str, calls: int, out_dir: Path) -> float:
     """Instructions per call of ``calls`` calls over ``transport``."""
-    spec = {**closed_spec(transport, base, "echo", 2, 600, Settings(), True), "count": calls, "warmup": 3}
+    kind, _, variant = transport.partition("+")
+    spec = {**closed_spec(kind, base, "echo", 2, 600, Settings(), True), "count": calls, "warmup": 3,
+            **_VARIANTS[variant]}
     load = procs.Proc.start([sys.executable, "-m", "bench.load", json.dumps(spec)], stdin=True)
     try:
         load.wait_for("READY", 600)
@@ -70,7 +75,9 @@ def _phase(server: procs.Proc, base: str, transport: str, calls: int, out_dir: P
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree whose server is measured")
-    parser.add_argument("--transport", action="append", default=None, help="front-end load(s) (default: mcp)")
+    parser.add_argument("--transport", action="append", default=None,
+                        help="front-end load(s) (default: mcp); http+tokens: REST with stream_tokens, "
+                             "<load>+maximal: with the MAXIMAL filter")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--calls", type=int, default=150)
     args = parser.parse_args(argv)

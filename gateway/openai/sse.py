@@ -46,13 +46,16 @@ class EventWriter:
 async def paced(stream: ChatStream, heartbeat_seconds: float) -> AsyncGenerator[ChatEvent | None, None]:
     """The chat's events; None after each ``heartbeat_seconds`` without one (0: never).
     The read in flight is never cancelled by the wait (cancelling it cancels the chat)."""
+    if heartbeat_seconds <= 0:  # nothing to wait beside the read: no task per event
+        async for event in stream:
+            yield event
+        return
     pending: asyncio.Future[ChatEvent] | None = None
     try:
         while True:
             pending = asyncio.ensure_future(anext(stream))
-            if heartbeat_seconds > 0:
-                while not (await asyncio.wait({pending}, timeout=heartbeat_seconds))[0]:
-                    yield None
+            while not (await asyncio.wait({pending}, timeout=heartbeat_seconds))[0]:
+                yield None
             try:
                 event = await pending
             except StopAsyncIteration:
