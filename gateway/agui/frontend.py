@@ -103,24 +103,28 @@ class AguiFrontEnd:
         encoder = EventEncoder()  # SSE: the one encoding of the Python package
         response = await _open(request, encoder)
         translator = RunTranslator(run.thread_id, run.run_id, run.parent_run_id)
+        # RUN_STARTED goes out with the first event's own (already read): one send, no wait.
+        unsent = translator.started()
         try:
-            await _write(response, encoder, translator.started())
             event = first
             while event is not None:
                 if isinstance(event, Answer) and event.chat_context:
                     # Kept before RUN_FINISHED is written: the client's next run may follow at once.
                     await self._keep(owner, agent, run.thread_id, event.chat_context)
-                if is_keepalive(event):
-                    await response.write(_HEARTBEAT)
                 if isinstance(event, (Answer, ChatFailed)):
                     # The run's last events go out with the end of the body: one send.
-                    await response.write_eof(_encoded(encoder, translator.translate(event)))
+                    await response.write_eof(_encoded(encoder, [*unsent, *translator.translate(event)]))
                     break
-                await _write(response, encoder, translator.translate(event))
+                data = _encoded(encoder, [*unsent, *translator.translate(event)])
+                unsent = []
+                if is_keepalive(event):
+                    data += _HEARTBEAT
+                if data:
+                    await response.write(data)
                 event = await self._next(stream, response)
             else:  # the chat ended without its answer: the run still ends as AG-UI says
                 ended = translator.failed(Code.INTERNAL.name, "the chat ended without an answer")
-                await response.write_eof(_encoded(encoder, ended))
+                await response.write_eof(_encoded(encoder, [*unsent, *ended]))
         except ConnectionResetError:
             log.info("AG-UI client went away during a run on %s", agent)
         return response
@@ -149,17 +153,12 @@ class AguiFrontEnd:
 
 
 async def _open(request: web.Request, encoder: EventEncoder) -> web.StreamResponse:
-    # RUN_STARTED is written right after: the headers go out with it.
+    # The headers go out with the first write (RUN_STARTED and what follows it).
     response = HeadersWithFirstWrite(status=200, headers={
         "Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
     await response.prepare(request)
     return response
-
-
-async def _write(response: web.StreamResponse, encoder: EventEncoder, events: list[BaseEvent]) -> None:
-    if events:
-        await response.write(_encoded(encoder, events))
 
 
 def _encoded(encoder: EventEncoder, events: list[BaseEvent]) -> bytes:
