@@ -165,7 +165,11 @@ class Step:
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The chat's answer: its text, structure, the chat_context to continue from and the
-    sly_data the network lets back."""
+    sly_data the network lets back.
+
+    ``chat_context`` and ``usage`` may be read-only Mappings converted when read
+    (``gateway/agents/deferred.py``; a token report's Step ``structure`` too): ``dict()``
+    one to keep it or to serialize it."""
 
     text: str
     structure: Mapping[str, Any] | None = None

@@ -20,6 +20,7 @@ import grpc
 from google.protobuf import json_format
 from neuro_san.api.grpc import agent_pb2, chat_pb2, directory_pb2
 
+from gateway.agents.deferred import Deferred, StructFields
 from gateway.agents.interface import (
     AgentDescription,
     Agents,
@@ -132,12 +133,19 @@ def event_of(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
             return AnswerDelta(message.text)
         return None
     if kind == _Type.AGENT_FRAMEWORK:
+        context = message.chat_context
+        # Read when a front-end reads it (the OpenAI API never does: the client owns its history).
         return Answer(message.text, _structure(message, "structure"),
-                      _CONTEXT_CODEC.to_dict(message.chat_context) if message.HasField("chat_context") else None,
+                      Deferred(lambda: _CONTEXT_CODEC.to_dict(context)) if message.HasField("chat_context") else None,
                       _structure(message, "sly_data") or {})
     name = _STEP_NAMES.get(kind)
     if name is None:
         return None
+    if kind == _Type.AGENT and not message.text and "total_tokens" in message.structure.fields:
+        # A token report: front-ends read a few of its values, if any.
+        report = StructFields(message.structure)
+        return Step(name, tuple(o.tool for o in message.origin), "", report, *_tool_parts(report),
+                    result_of=tuple(o.tool for o in message.tool_result_origin))
     structure = _structure(message, "structure")
     return Step(name, tuple(o.tool for o in message.origin), message.text, structure, *_tool_parts(structure),
                 result_of=tuple(o.tool for o in message.tool_result_origin))

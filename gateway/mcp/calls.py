@@ -162,7 +162,7 @@ def _gone(failed: ChatFailed) -> bool:
 def _answer(answers: list[Answer]) -> dict[str, Any]:
     text = "".join(answer.text for answer in answers)
     final = answers[-1] if answers else Answer("")
-    structured: dict[str, Any] = {"chat_context": final.chat_context or {}}
+    structured: dict[str, Any] = {"chat_context": dict(final.chat_context or {})}
     if final.structure is not None:
         structured["structure"] = final.structure
         # As neuro-san: models that ignore structuredContent still see the structure.

@@ -5,6 +5,7 @@ as ints, the chat_context's JSON with its always-present fields."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,9 +28,12 @@ _JSON = st.recursive(
     max_leaves=8,
 )
 _OBJECTS = st.dictionaries(st.text(max_size=4), _JSON, max_size=3)
-#: A tool call's "Received arguments:" / "Got result:" structures (runtime/journal_shapes.py).
+#: A tool call's "Received arguments:" / "Got result:" structures (runtime/journal_shapes.py),
+#: and token reports (runtime/usage_report.py), which the facade reads as they are read.
 _TOOL_SHAPES = st.fixed_dictionaries({"tool_start": st.booleans(), "tool_args": _JSON}) | st.fixed_dictionaries(
-    {"tool_end": st.booleans(), "tool_output": _JSON})
+    {"tool_end": st.booleans(), "tool_output": _JSON}) | st.fixed_dictionaries(
+    {"total_tokens": _JSON}, optional={"models": _OBJECTS, "caveats": st.lists(st.text(max_size=4), max_size=2),
+                                       "tool_start": st.booleans(), "tool_args": _JSON})
 
 
 @st.composite
@@ -71,11 +75,40 @@ def _from_json(reply: agent_pb2.ChatResponse) -> ChatEvent | None:
                 tuple(o.get("tool", "") for o in data.get("tool_result_origin", [])))
 
 
+def _plain(event: ChatEvent | None) -> ChatEvent | None:
+    """``event`` with its Mappings read whole (a chat_context, a token report: read when read)."""
+    if isinstance(event, Step) and isinstance(event.structure, Mapping):
+        return dataclasses.replace(event, structure=dict(event.structure))
+    if isinstance(event, Answer) and event.chat_context is not None:
+        return dataclasses.replace(event, chat_context=dict(event.chat_context))
+    return event
+
+
 @given(_responses())
 def test_an_event_holds_what_the_messages_json_says(reply: agent_pb2.ChatResponse) -> None:
     ours, expected = event_of(reply), _from_json(reply)
     assert ours == expected
-    assert repr(ours) == repr(expected)  # types too: 1 and 1.0 are equal, but 1.0 is no int
+    assert repr(_plain(ours)) == repr(expected)  # types too: 1 and 1.0 are equal, but 1.0 is no int
+
+
+@given(_responses())
+def test_a_read_when_read_mapping_reads_each_key_as_the_json_form(reply: agent_pb2.ChatResponse) -> None:
+    """Key by key, in any order, twice, and absent keys too: the values of the JSON form."""
+    ours, expected = event_of(reply), _from_json(reply)
+    pairs = []
+    if isinstance(ours, Step) and isinstance(expected, Step):
+        pairs.append((ours.structure, expected.structure))
+    if isinstance(ours, Answer) and isinstance(expected, Answer):
+        pairs.append((ours.chat_context, expected.chat_context))
+    for lazy, plain in pairs:
+        if plain is None:
+            assert lazy is None
+            continue
+        assert lazy is not None
+        for key in [*reversed(list(plain)), *plain]:
+            assert repr(lazy[key]) == repr(plain[key])
+        assert lazy.get("\x00absent") is None and "\x00absent" not in lazy
+        assert list(lazy) == list(plain) and len(lazy) == len(plain)
 
 
 def test_a_whole_number_in_a_structure_is_an_int() -> None:
