@@ -23,12 +23,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ag_ui.core import BaseEvent
-from ag_ui.encoder import EventEncoder
 from aiohttp import web
 
 from gateway.agents.interface import Answer, Caller, ChatEvent, ChatFailed, ChatStream, InvalidTurn, Turn
 from gateway.agents.invoked import InvokedAgents
+from gateway.agui.encoding import CONTENT_TYPE, encoded
 from gateway.agui.events import RunTranslator, is_keepalive
 from gateway.agui.run_input import BadRunInput, RunRequest, read_run_input
 from gateway.agui.switch import AGUI_PATH
@@ -100,8 +99,7 @@ class AguiFrontEnd:
             log.info("AG-UI run on %s refused (%d): %s", agent, failure.http_status, failure.message)
             headers = [*failure.headers(), *challenge(failure, request.path)]
             return json_response(failure.http_status, encode_status(failure.status_dict()), headers)
-        encoder = EventEncoder()  # SSE: the one encoding of the Python package
-        response = await _open(request, encoder)
+        response = await _open(request)
         translator = RunTranslator(run.thread_id, run.run_id, run.parent_run_id)
         # RUN_STARTED goes out with the first event's own (already read): one send, no wait.
         unsent = translator.started()
@@ -113,9 +111,9 @@ class AguiFrontEnd:
                     await self._keep(owner, agent, run.thread_id, event.chat_context)
                 if isinstance(event, (Answer, ChatFailed)):
                     # The run's last events go out with the end of the body: one send.
-                    await response.write_eof(_encoded(encoder, [*unsent, *translator.translate(event)]))
+                    await response.write_eof(encoded([*unsent, *translator.translate(event)]))
                     break
-                data = _encoded(encoder, [*unsent, *translator.translate(event)])
+                data = encoded([*unsent, *translator.translate(event)])
                 unsent = []
                 if is_keepalive(event):
                     data += _HEARTBEAT
@@ -124,7 +122,7 @@ class AguiFrontEnd:
                 event = await self._next(stream, response)
             else:  # the chat ended without its answer: the run still ends as AG-UI says
                 ended = translator.failed(Code.INTERNAL.name, "the chat ended without an answer")
-                await response.write_eof(_encoded(encoder, [*unsent, *ended]))
+                await response.write_eof(encoded([*unsent, *ended]))
         except ConnectionResetError:
             log.info("AG-UI client went away during a run on %s", agent)
         return response
@@ -152,26 +150,21 @@ class AguiFrontEnd:
             log.warning("AG-UI thread of %s not kept: the shared state is unavailable", agent)
 
 
-async def _open(request: web.Request, encoder: EventEncoder) -> web.StreamResponse:
+async def _open(request: web.Request) -> web.StreamResponse:
     # The headers go out with the first write (RUN_STARTED and what follows it).
     response = HeadersWithFirstWrite(status=200, headers={
-        "Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+        "Content-Type": CONTENT_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
     })
     await response.prepare(request)
     return response
 
 
-def _encoded(encoder: EventEncoder, events: list[BaseEvent]) -> bytes:
-    return "".join(encoder.encode(event) for event in events).encode("utf-8")
-
-
 async def _only_error(request: web.Request, run: RunRequest, code: str, message: str) -> web.StreamResponse:
     """A run that is refused as AG-UI clients show it: ``RUN_STARTED`` then ``RUN_ERROR``."""
-    encoder = EventEncoder()  # SSE: the one encoding of the Python package
-    response = await _open(request, encoder)
+    response = await _open(request)
     translator = RunTranslator(run.thread_id, run.run_id, run.parent_run_id)
     try:
-        await response.write_eof(_encoded(encoder, [*translator.started(), *translator.failed(code, message)]))
+        await response.write_eof(encoded([*translator.started(), *translator.failed(code, message)]))
     except ConnectionResetError:
         pass
     return response
