@@ -280,8 +280,8 @@ class NetworkRunner:
                 ctx, front, origin, request.user_text, to_llm_messages(prior), announce_instructions=not prior
             )
         if not usage.nested and ctx.journal.streaming:
-            reports = usage.reports()  # the main network's, then the request's total
-            for report in reports if ctx.journal.agent_usage else reports[-1:]:
+            # The main network's, then the request's total (alone, without agent usage).
+            for report in usage.reports(main_network=ctx.journal.agent_usage):
                 ctx.emit(MessageType.AGENT, origin, structure=report)
         text, structure = answer, None
         if "json" in front.structure_formats:

@@ -126,16 +126,18 @@ class RequestUsage:
     network: UsageTally = field(default_factory=lambda: UsageTally(network_only=True))
     started: float = field(default_factory=time.monotonic)
 
-    def reports(self) -> list[dict[str, Any]]:
-        """The main front man's two closing reports: main network, then request total."""
+    def reports(self, main_network: bool = True) -> list[dict[str, Any]]:
+        """The main front man's two closing reports: main network, then request total;
+        only the total when not ``main_network``."""
         seconds = time.monotonic() - self.started
-        main = _report(self.network.total(), seconds, MAIN_NETWORK_CAVEAT, self.network.caveats)
         total = _report(self.total.total(), seconds, TOTAL_CAVEAT, self.total.caveats)
         models: dict[str, dict[str, Any]] = {}
         for (provider, model), entry in self.total.by_model.items():
             models.setdefault(provider, {})[model] = _report(entry, entry.seconds, None)
         total["models"] = models
-        return [main, total]
+        if not main_network:
+            return [total]
+        return [_report(self.network.total(), seconds, MAIN_NETWORK_CAVEAT, self.network.caveats), total]
 
 
 @contextmanager
