@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wrapper = [sys.executable, "-m", "bench.calls", "--wrap"]
     server = procs.start_server(fake_port, True, {**extra_env, STATS_ENV: str(stats_path)}, launcher=wrapper)
     try:
-        target = server.http_base if transport == "http" else server.grpc_target
+        target = server.grpc_target if transport in ("grpc", "a2a_grpc") else server.http_base
         spec = {**closed_spec(transport, target, agent, 16, 600, Settings(), True), "count": args.chats}
         load = procs.Proc.start([sys.executable, "-m", "bench.load", json.dumps(spec)], stdin=True)
         try:
