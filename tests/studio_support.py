@@ -3,9 +3,11 @@ root, with studio's environment (tests/studio/test_studio_*.py)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.offline import MARK, ON, offline_pythonpath
 from tests.support.servers import ROOT, free_port
 
 STUDIO_FIXTURE = ROOT / "tests" / "fixtures" / "studio_project"
@@ -101,14 +104,18 @@ def serve_project(
     python_path: Sequence[Path] = (),
 ) -> Iterator[StudioServer]:
     """``neuro-san serve`` in ``root`` with studio's environment (no --manifest);
-    ``package`` as for :func:`studio_env`, ``python_path`` added to ``PYTHONPATH``."""
+    ``package`` as for :func:`studio_env`, ``python_path`` added to ``PYTHONPATH``.
+
+    Offline: the guard of tests/support/offline/ first on ``PYTHONPATH``, so a network's
+    tool that would reach the internet (an MCP server, a skill on GitHub) is refused at once.
+    """
     http_port = free_port()
     args = [sys.executable, "-m", "neuro_san.cli.main", "serve", "--host", "127.0.0.1", "--port", str(free_port())]
     args += ["--http-port", str(http_port)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_")}
     # Our package stays importable although the server runs in the project's root.
     env.update(studio_env(root, package))
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(ROOT), *map(str, python_path)])
+    env["PYTHONPATH"] = offline_pythonpath(root, ROOT, *python_path)
     env.update({"PYTHONUNBUFFERED": "1", **(extra_env or {})})
     process = subprocess.Popen(args, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     server = StudioServer(process, http_port)
@@ -130,6 +137,7 @@ def serve_project(
             raise TimeoutError(server.log())
     try:
         assert process.poll() is None, server.log()
+        assert ON in server.log(), "the server runs without the offline guard:\n" + server.log()
         yield server
     finally:
         process.terminate()
@@ -137,6 +145,14 @@ def serve_project(
             process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def refusals(log: str) -> dict[str, int]:
+    """What the offline guard refused a server, from its log: each ``host:port`` and how
+    often (the guard writes a line per refusal, whether or not the caller logs its error)."""
+    # Searched, not matched per line: a thread's line may land inside another's output.
+    found = re.findall(r"\[offline guard, pid \d+\] " + re.escape(MARK) + r": (\S+) refused", log)
+    return dict(sorted(collections.Counter(found).items()))
 
 
 @dataclass(frozen=True)

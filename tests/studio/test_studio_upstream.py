@@ -23,6 +23,17 @@ so a call of such a tool answers an error naming the missing module; no chat her
 one. For the chats, both talk to one fake LLM over real
 HTTP (tests/fakes/fake_llm.py); each side's outcome per network is written to
 ``chats.txt`` in the test's temporary folder.
+
+Offline: some networks name the internet (MCP servers, skills fetched from
+raw.githubusercontent.com, web APIs), and tests never reach it. Every studio python this
+test runs (``ns init``, both servers) and our server start with the guard of
+tests/support/offline/ first on their ``PYTHONPATH``: its ``sitecustomize`` refuses at once
+any connection or DNS lookup beyond loopback (plain sockets, asyncio's loop and uvloop),
+with an error saying ``tests never reach the internet: <host>:<port> refused``, so those
+tools fail immediately and alike on both sides. Each server must show the guard's start-up
+line in its log; what the guard refused each is written at the top of ``differences.txt``
+and ``chats.txt``. Not covered: native clients past Python's socket module (gRPC's C core,
+``primp``), which no chat here uses (docstring of tests/support/offline/sitecustomize.py).
 """
 
 from __future__ import annotations
@@ -46,8 +57,9 @@ from typing import Any
 import pytest
 
 from tests.fakes.fake_llm import FakeLlmServer
-from tests.studio_support import ChatOutcome, StudioServer, chat_outcome, serve_project, studio_env
+from tests.studio_support import ChatOutcome, StudioServer, chat_outcome, refusals, serve_project, studio_env
 from tests.support.fake_thread import FakeInThread
+from tests.support.offline import ON, offline_env
 from tests.support.servers import free_port
 
 STUDIO = os.environ.get("NEURO_SAN_STUDIO_PYTHON", "")
@@ -71,17 +83,24 @@ def _get(base: str, path: str) -> tuple[int, Any]:
         return error.code, None
 
 
+def _studio_env() -> dict[str, str]:
+    """For studio's python run as a command: offline, and none of this run's ``PYTHONPATH``
+    (``PYTHONPATH=.`` would put our ``neuro_san`` ahead of the venv's 0.7.12: ``ns init``
+    fails importing ``neuro_san.internals…``)."""
+    return offline_env({k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+
+
 def build_project(tmp_path: Path) -> Path:
     """``ns init`` in a fresh folder, then every network the wheel ships laid over it."""
     root = tmp_path / "project"
     root.mkdir()
     init = "import sys; from neuro_san_studio.commands.cli import main; sys.argv = ['ns', *sys.argv[1:]]; main()"
     subprocess.run(
-        [STUDIO, "-c", init, "init", "--providers", "openai,anthropic"],
+        [STUDIO, "-c", init, "init", "--providers", "openai,anthropic"], env=_studio_env(),
         cwd=root, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
     )  # fmt: skip
     where = "import os, neuro_san_studio; print(os.path.dirname(os.path.dirname(neuro_san_studio.__file__)))"
-    out = subprocess.run([STUDIO, "-c", where], cwd=root, check=True, capture_output=True, text=True)
+    out = subprocess.run([STUDIO, "-c", where], cwd=root, env=_studio_env(), check=True, capture_output=True, text=True)
     site = Path(out.stdout.strip())
     skip = shutil.ignore_patterns("__pycache__")
     for folder in ("registries", "coded_tools", "middleware", "skills"):
@@ -104,6 +123,7 @@ def upstream_server(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
             **extra_env,
         }
     )
+    env = offline_env(env)  # the guard first on the PYTHONPATH ns run's environment sets
     log = (root.parent / "upstream.log").open("w")
     command = [STUDIO, "-m", "neuro_san.service.main_loop.server_main_loop", "--http_port", str(port)]
     process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -118,6 +138,7 @@ def upstream_server(root: Path, extra_env: dict[str, str]) -> Iterator[str]:
             alive = process.poll() is None and time.monotonic() < deadline
             assert alive, (root.parent / "upstream.log").read_text()[-3000:]
             time.sleep(1)
+        assert ON in (root.parent / "upstream.log").read_text(), "neuro-san runs without the offline guard"
         yield base
     finally:
         process.terminate()
@@ -153,7 +174,7 @@ def _every_file_manifest(root: Path, names: list[str]) -> Path:
 def studio_package() -> Path:
     """The installed ``neuro_san_studio`` package (``ns run``'s bundled files are in it)."""
     where = "import os, neuro_san_studio; print(os.path.dirname(neuro_san_studio.__file__))"
-    out = subprocess.run([STUDIO, "-c", where], check=True, capture_output=True, text=True, cwd="/")
+    out = subprocess.run([STUDIO, "-c", where], env=_studio_env(), check=True, capture_output=True, text=True, cwd="/")
     return Path(out.stdout.strip())
 
 
@@ -193,13 +214,20 @@ def _differences(theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
     return differences
 
 
+def _refused(root: Path, ours_log: str) -> str:
+    """What the offline guard refused each server: what would have gone to the internet."""
+    theirs, ours = refusals((root.parent / "upstream.log").read_text()), refusals(ours_log)
+    return f"refused by the offline guard: neuro-san {theirs or 'nothing'}; ours {ours or 'nothing'}"
+
+
 def _assert_no_differences(
-    tmp_path: Path, names: list[str], theirs: dict[str, Any], ours: dict[str, Any], log: str
+    root: Path, tmp_path: Path, names: list[str], theirs: dict[str, Any], ours: dict[str, Any], log: str
 ) -> None:
     served = [name for name in names if theirs[f"{name} function"][0] == 200]
     differences = _differences(theirs, ours)
     known = sorted(set(KNOWN) & set(served))
-    report = f"{len(served)} networks served by neuro-san; known differences {known}\n" + "\n".join(differences)
+    report = f"{len(served)} networks served by neuro-san; known differences {known}\n{_refused(root, log)}\n"
+    report += "\n".join(differences)
     (tmp_path / "differences.txt").write_text(report + "\n\nour log:\n" + log)
     assert not differences, report + "\n\nour server's log (end):\n" + log[-6000:]
 
@@ -213,7 +241,7 @@ def test_studio_manifest_networks_answer_as_neuro_san_0_7_12(tmp_path: Path) -> 
     with serve_ours(root, {"OPENAI_API_KEY": "sk-studio-test"}) as server:
         ours = {"list": server.get("/api/v1/list"), **_answers(server.http_base, names)}
         log = server.log()
-    _assert_no_differences(tmp_path, names, theirs, ours, log)
+    _assert_no_differences(root, tmp_path, names, theirs, ours, log)
 
 
 @dataclass
@@ -267,7 +295,7 @@ def test_every_studio_network_file_answers_as_neuro_san_0_7_12(every_file: Pair,
     names, upstream, ours = every_file.names, every_file.upstream, every_file.ours
     theirs = {"list": _get(upstream, "/api/v1/list"), **_answers(upstream, names)}
     mine = {"list": ours.get("/api/v1/list"), **_answers(ours.http_base, names)}
-    _assert_no_differences(tmp_path, names, theirs, mine, ours.log())
+    _assert_no_differences(every_file.root, tmp_path, names, theirs, mine, ours.log())
 
 
 CHAT_TEXT = "Hello! Please tell me briefly what you can do."
@@ -302,7 +330,8 @@ def test_every_studio_network_neuro_san_answers_we_answer(every_file: Pair, tmp_
     count = {side: sum(outcomes[side, name].answered for name in names) for side in bases}
     not_chatted = "\n".join(f"{name}: not chatted, {reason}" for name, reason in sorted(skipped.items()))
     summary = f"{len(names)} networks chatted; answered: neuro-san {count['neuro-san']}, ours {count['ours']}"
-    report = f"{summary}\n{not_chatted}\n\n" + "\n".join(lines)
+    refused = _refused(every_file.root, every_file.ours.log())
+    report = f"{summary}\n{refused}\n{not_chatted}\n\n" + "\n".join(lines)
     (tmp_path / "chats.txt").write_text(report + "\n\nour log:\n" + every_file.ours.log())
     assert count["neuro-san"], "neuro-san answered no chat: the fake LLM is not reached\n" + report
     assert not failures, (
