@@ -1,7 +1,7 @@
 """AG-UI events as server-sent events: the text ag-ui-protocol's ``EventEncoder`` writes.
 
 Every event model of ``ag_ui.core`` serializes through a Python wrap serializer (it leaves
-out the optional fields that hold no value), about 12 µs an event, and a run's events are
+out the optional fields that hold no value), 7.5 µs for a TEXT_MESSAGE_CONTENT, and a run's events are
 mostly flat ones: RUN_STARTED, then one TEXT_MESSAGE_CONTENT per token. An event whose
 values are all strings, whole numbers or None is written here, field by field in the
 model's order under its JSON names, with the package's omission rule (an optional field
