@@ -32,12 +32,11 @@ from gateway.host.responses import dumps
 from gateway.transcoder.filler import filler_for
 from gateway.transcoder.json_writer import Unwritable, writer_for
 from gateway.transcoder.present_fields import add_present_fields, presence_plan
-from gateway.transcoder.printer import print_struct, printer_for
+from gateway.transcoder.printer import print_struct, printable_here, printer_for, whole_numbers_to_int
 
 _STRUCT_TYPES = frozenset(
     {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
 )
-_MAX_SAFE_INT = 2**53
 #: The integer field types (shared with the binder's query-parameter parsing).
 INT_TYPES = frozenset(
     {
@@ -56,24 +55,6 @@ INT_TYPES = frozenset(
 _FLOAT_TYPES = frozenset({FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE})
 _PARSE_FIELD = re.compile(r"Failed to parse (\S+) field")
 _PARSE_AT = re.compile(r" at ([\w.\[\]]+?)\.*$")
-
-
-def whole_numbers_to_int(value: Any) -> Any:
-    """Integral floats inside a JSON value (from a Struct) become ints, in place."""
-    kind = type(value)
-    if kind is float:
-        if value.is_integer() and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-            return int(value)
-        return value
-    if kind is dict:
-        for key, item in value.items():
-            if type(item) in (float, dict, list):
-                value[key] = whole_numbers_to_int(item)
-    elif kind is list:
-        for index, item in enumerate(value):
-            if type(item) in (float, dict, list):
-                value[index] = whole_numbers_to_int(item)
-    return value
 
 
 def struct_json(struct: Message) -> dict[str, Any]:
@@ -107,6 +88,69 @@ def _struct_plan(descriptor: Descriptor, memo: dict[str, _Plan]) -> _Plan:
         else:
             plan[fd.name] = _struct_plan(sub, memo)
     return plan
+
+
+def _message_fields(descriptor: Descriptor) -> list[tuple[str, Descriptor]]:
+    """(field name, message type) of each message-typed field, a map's value type for a map."""
+    fields = []
+    for fd in descriptor.fields:
+        if fd.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        sub = fd.message_type
+        if sub.GetOptions().map_entry:
+            value_fd = sub.fields_by_name["value"]
+            if value_fd.type != FieldDescriptor.TYPE_MESSAGE:
+                continue
+            sub = value_fd.message_type
+        fields.append((fd.name, sub))
+    return fields
+
+
+def _json_format_plan(descriptor: Descriptor) -> _Plan:
+    """The plan of what the compiled printer leaves to ``json_format`` (which prints Struct
+    numbers as floats): the Struct-bearing messages it prints whole, and the way to them.
+    The Structs the printer prints itself come out with whole numbers already
+    (``printer_for(whole_numbers=True)``). Empty for every message type of our API."""
+    nodes: dict[str, Descriptor] = {}
+    pending = [descriptor]
+    while pending:  # every message type a message of this one may hold
+        node = pending.pop()
+        if node.full_name in nodes or node.full_name in _STRUCT_TYPES:
+            continue
+        nodes[node.full_name] = node
+        pending.extend(sub for _, sub in _message_fields(node))
+    full: dict[str, _Plan] = {}
+    need = {name for name, node in nodes.items() if not printable_here(node) and _has_struct(_struct_plan(node, full))}
+    grew = True
+    while grew:  # and every type from which one of those is reachable
+        grew = False
+        for name, node in nodes.items():
+            if name not in need and any(sub.full_name in need for _, sub in _message_fields(node)):
+                need.add(name)
+                grew = True
+
+    def plan_of(node: Descriptor, memo: dict[str, _Plan]) -> _Plan:
+        if not printable_here(node):
+            return _struct_plan(node, full)
+        existing = memo.get(node.full_name)
+        if existing is not None:
+            return existing
+        plan: _Plan = {}
+        memo[node.full_name] = plan  # registered first: message types can recurse
+        for name, sub in _message_fields(node):
+            if sub.full_name in need:
+                plan[name] = plan_of(sub, memo)
+        return plan
+
+    return plan_of(descriptor, {}) if descriptor.full_name in need else {}
+
+
+def _has_struct(plan: _Plan, seen: set[int] | None = None) -> bool:
+    seen = set() if seen is None else seen
+    if id(plan) in seen:
+        return False
+    seen.add(id(plan))
+    return any(sub is None or _has_struct(sub, seen) for sub in plan.values())
 
 
 def _apply_plan(data: dict[str, Any], plan: _Plan) -> None:
@@ -199,10 +243,11 @@ class MessageCodec:
     def __init__(self, message_class: type[Message]) -> None:
         self.message_class = message_class
         descriptor = message_class.DESCRIPTOR
-        self._print = printer_for(descriptor)
+        # Struct numbers come out whole where the printer prints them; the plan is for the rest.
+        self._print = printer_for(descriptor, whole_numbers=True)
         self._write = writer_for(descriptor)
         self._fill = filler_for(descriptor)
-        self._out_plan = _struct_plan(descriptor, {})
+        self._out_plan = _json_format_plan(descriptor)
         self._in_plan = _input_plan(descriptor, {})
         self._present = presence_plan(descriptor)
 

@@ -36,16 +36,23 @@ _INT64 = frozenset(
     {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
 )  # printed as strings (JSON numbers lose precision past 2**53)
 _FLOATS = frozenset({FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE})
+_MAX_SAFE_INT = 2**53
 
 
 def protobuf_printer(message: Message) -> Any:
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
 
 
-def printer_for(descriptor: Descriptor, memo: dict[str, Printer] | None = None) -> Printer:
-    """The printer of ``descriptor``'s messages (built once; message types may recurse)."""
-    memo = {} if memo is None else memo
-    existing = memo.get(descriptor.full_name) or _STRUCT_PRINTERS.get(descriptor.full_name)
+def printer_for(
+    descriptor: Descriptor, memo: dict[str, Printer] | None = None, *, whole_numbers: bool = False
+) -> Printer:
+    """The printer of ``descriptor``'s messages (built once; message types may recurse).
+    ``whole_numbers``: the Structs, Values and ListValues it prints itself give integral
+    numbers as ints (:func:`whole_numbers_to_int`, REST's JSON form), so no second walk of
+    the dict is needed for them; those inside what ``json_format`` prints stay floats."""
+    if memo is None:
+        memo = dict(_WHOLE_NUMBER_PRINTERS if whole_numbers else _STRUCT_PRINTERS)
+    existing = memo.get(descriptor.full_name)
     if existing is not None:
         return existing
     if not printable_here(descriptor):
@@ -128,6 +135,24 @@ def _value_converter(fd: FieldDescriptor, memo: dict[str, Printer]) -> Convert:
     return _same  # strings, booleans, 32-bit integers
 
 
+def whole_numbers_to_int(value: Any) -> Any:
+    """Integral floats inside a JSON value (from a Struct) become ints, in place."""
+    kind = type(value)
+    if kind is float:
+        if value.is_integer() and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+            return int(value)
+        return value
+    if kind is dict:
+        for key, item in value.items():
+            if type(item) in (float, dict, list):
+                value[key] = whole_numbers_to_int(item)
+    elif kind is list:
+        for index, item in enumerate(value):
+            if type(item) in (float, dict, list):
+                value[index] = whole_numbers_to_int(item)
+    return value
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -175,4 +200,9 @@ _STRUCT_PRINTERS: dict[str, Printer] = {
     "google.protobuf.Struct": print_struct,
     "google.protobuf.Value": print_value,
     "google.protobuf.ListValue": print_list,
+}
+#: The same, integral numbers as ints.
+_WHOLE_NUMBER_PRINTERS: dict[str, Printer] = {
+    name: (lambda print_one: lambda value: whole_numbers_to_int(print_one(value)))(printer)
+    for name, printer in _STRUCT_PRINTERS.items()
 }
