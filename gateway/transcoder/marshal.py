@@ -74,19 +74,8 @@ def _struct_plan(descriptor: Descriptor, memo: dict[str, _Plan]) -> _Plan:
         return existing
     plan: _Plan = {}
     memo[descriptor.full_name] = plan  # registered first: message types can recurse
-    for fd in descriptor.fields:
-        if fd.type != FieldDescriptor.TYPE_MESSAGE:
-            continue
-        sub = fd.message_type
-        if sub.GetOptions().map_entry:
-            value_fd = sub.fields_by_name["value"]
-            if value_fd.type != FieldDescriptor.TYPE_MESSAGE:
-                continue
-            sub = value_fd.message_type
-        if sub.full_name in _STRUCT_TYPES:
-            plan[fd.name] = None
-        else:
-            plan[fd.name] = _struct_plan(sub, memo)
+    for name, sub in _message_fields(descriptor):
+        plan[name] = None if sub.full_name in _STRUCT_TYPES else _struct_plan(sub, memo)
     return plan
 
 
