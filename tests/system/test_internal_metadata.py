@@ -68,9 +68,10 @@ def test_x_api_key_works_over_http_as_over_grpc(secured: ServerProcess) -> None:
 def test_the_header_mapping_never_yields_a_gateway_owned_key() -> None:
     from gateway.host.metadata import HeaderMapper
 
-    mapper = HeaderMapper(["user_id", "agent-name", "x-neuro-san-client"])
+    mapper = HeaderMapper(["user_id", "agent-name", "x-neuro-san-client", "neuro-san-lean-stream"])
     headers = {"Grpc-Metadata-agent-name": "calc", "Grpc-Metadata-neuro-san-public-directory": "true",
                "Grpc-Metadata-neuro-san-private-named-only": "false", "Grpc-Metadata-x-neuro-san-client": "1.2.3.4",
+               "Grpc-Metadata-neuro-san-lean-stream": "inputs", "neuro-san-lean-stream": "inputs",
                "agent-name": "calc", "User_Id": "u1"}
     assert mapper.to_metadata(headers) == [("user_id", "u1")]
 
